@@ -1,0 +1,12 @@
+//! loaderx-core: the loaderx record-store format, schema, sampler, per-record codec and the pure
+//! planning half of the executor.
+//!
+//! Invariant: this crate performs no I/O. It never touches files, threads or memory maps, so it
+//! builds for `wasm32-unknown-unknown`. Front ends hand it bytes and file sizes; it returns
+//! values, typed errors and plans that the front end executes.
+
+pub mod codec;
+pub mod format;
+pub mod plan;
+pub mod sampler;
+pub mod schema;
