@@ -1,0 +1,341 @@
+//! Per-record compression: raw, zstd (level 3) and zstd with the store's trained dictionary
+//! (level 19).
+//!
+//! Invariants:
+//! * Encoding applies the reference's raw-fallback rule: a record is stored compressed only if
+//!   its frame fits in a buffer the size of the record itself; otherwise it is stored raw. So a
+//!   stored record is never larger than the data, and nothing under 25 bytes is compressed.
+//! * Decoding writes straight into the caller's slice, which has exactly the record's logical
+//!   length; a frame that decodes to any other size is an error, never a partial fill.
+//! * [`Encoder`] and [`Decoder`] own one zstd context each and are meant to be kept per thread
+//!   (or per shard) and reused across records. A [`Dictionary`] is immutable and shared.
+
+use std::sync::OnceLock;
+
+use zstd::bulk::{Compressor, Decompressor};
+use zstd::dict::{DecoderDictionary, EncoderDictionary};
+
+use crate::format::{Codec, MAX_RECORD_LEN};
+
+/// zstd level for [`Codec::Zstd`].
+pub const ZSTD_LEVEL: i32 = 3;
+/// zstd level for [`Codec::ZstdDict`].
+pub const ZSTD_DICT_LEVEL: i32 = 19;
+/// Magic number at the start of a trained (ZDICT) dictionary.
+pub const DICT_MAGIC: [u8; 4] = [0x37, 0xa4, 0x30, 0xec];
+
+/// Errors from encoding, decoding and dictionary training.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CodecError {
+    /// The stored bytes are not a valid frame, or decode to more than the logical length.
+    #[error("stored record failed to decode: {0}")]
+    Decode(String),
+    /// The frame decoded to fewer bytes than the table entry says.
+    #[error("stored record decoded to {actual} bytes, expected {expected}")]
+    LengthMismatch { expected: usize, actual: usize },
+    /// A zstd_dict record, but the store has no dictionary.
+    #[error("the record needs the store's dictionary (dict.zr), and the store has none")]
+    NoDictionary,
+    /// The store's dictionary cannot be loaded by zstd.
+    #[error("the store's dictionary (dict.zr) is unusable: {0}")]
+    BadDictionary(String),
+    /// zstd could not set up a compression context.
+    #[error("zstd compression failed: {0}")]
+    Compress(String),
+    /// ZDICT training failed, usually because there were too few or too small samples.
+    #[error("dictionary training failed (too few or too small samples?): {0}")]
+    Training(String),
+}
+
+/// A store's zstd dictionary (`dict.zr`), loaded once and shared by every thread.
+pub struct Dictionary {
+    bytes: Vec<u8>,
+    decoder: Result<DecoderDictionary<'static>, String>,
+    encoder: OnceLock<Result<EncoderDictionary<'static>, String>>,
+}
+
+impl std::fmt::Debug for Dictionary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dictionary").field("len", &self.bytes.len()).field("id", &self.id()).finish()
+    }
+}
+
+impl Dictionary {
+    /// Wraps dictionary bytes exactly as stored in `dict.zr`. Never fails: a dictionary zstd
+    /// cannot load is reported when a record needs it.
+    pub fn new(bytes: Vec<u8>) -> Dictionary {
+        let decoder = DecoderDictionary::try_copy(&bytes).map_err(|e| e.to_string());
+        Dictionary { bytes, decoder, encoder: OnceLock::new() }
+    }
+
+    /// The raw bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The dictionary ID from a ZDICT header, if the bytes carry one.
+    pub fn id(&self) -> Option<u32> {
+        dict_id(&self.bytes)
+    }
+
+    fn decoder(&self) -> Result<&DecoderDictionary<'static>, CodecError> {
+        self.decoder.as_ref().map_err(|e| CodecError::BadDictionary(e.clone()))
+    }
+
+    fn encoder(&self) -> Result<&EncoderDictionary<'static>, CodecError> {
+        self.encoder
+            .get_or_init(|| {
+                EncoderDictionary::try_copy(&self.bytes, ZSTD_DICT_LEVEL).map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| CodecError::BadDictionary(e.clone()))
+    }
+}
+
+/// The dictionary ID of ZDICT-format dictionary bytes.
+pub fn dict_id(bytes: &[u8]) -> Option<u32> {
+    match bytes {
+        [a, b, c, d, i0, i1, i2, i3, ..] if [*a, *b, *c, *d] == DICT_MAGIC => {
+            Some(u32::from_le_bytes([*i0, *i1, *i2, *i3]))
+        }
+        _ => None,
+    }
+}
+
+/// The converter's dictionary size rule: 1% of the sample bytes, clamped to 8 KiB..=1 MiB.
+pub fn auto_dict_size(sample_bytes: u64) -> usize {
+    (sample_bytes / 100).clamp(8 << 10, MAX_RECORD_LEN) as usize
+}
+
+/// Trains a dictionary of at most `capacity` bytes on concatenated `samples` whose lengths are
+/// `sizes` (ZDICT, byte-identical to the reference for the same input).
+#[cfg(feature = "train")]
+pub fn train_dictionary(samples: &[u8], sizes: &[usize], capacity: usize) -> Result<Vec<u8>, CodecError> {
+    if sizes.is_empty() || capacity == 0 {
+        return Err(CodecError::Training("no samples or a zero capacity".into()));
+    }
+    zstd::dict::from_continuous(samples, sizes, capacity).map_err(|e| CodecError::Training(e.to_string()))
+}
+
+/// How a record ended up stored.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Encoded {
+    /// Stored as the input bytes (raw requested, or compression did not shrink it).
+    Raw,
+    /// Stored as this frame, with this codec.
+    Compressed(Codec, Vec<u8>),
+}
+
+/// A reusable compression context (one per thread).
+pub struct Encoder<'d> {
+    dict: Option<&'d Dictionary>,
+    plain: Option<Compressor<'d>>,
+    with_dict: Option<Compressor<'d>>,
+}
+
+impl std::fmt::Debug for Encoder<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Encoder").field("dict", &self.dict).finish_non_exhaustive()
+    }
+}
+
+impl<'d> Encoder<'d> {
+    /// A context for a store with, or without, a dictionary. zstd contexts are created on first use.
+    pub fn new(dict: Option<&'d Dictionary>) -> Self {
+        Encoder { dict, plain: None, with_dict: None }
+    }
+
+    /// Encodes one record with `codec`, applying the raw-fallback rule.
+    pub fn encode(&mut self, record: &[u8], codec: Codec) -> Result<Encoded, CodecError> {
+        let ctx = match codec {
+            Codec::Raw => return Ok(Encoded::Raw),
+            Codec::Zstd => match &mut self.plain {
+                Some(c) => c,
+                slot => slot.insert(Compressor::new(ZSTD_LEVEL).map_err(compress_err)?),
+            },
+            Codec::ZstdDict => match &mut self.with_dict {
+                Some(c) => c,
+                slot => {
+                    let dict = self.dict.ok_or(CodecError::NoDictionary)?.encoder()?;
+                    slot.insert(Compressor::with_prepared_dictionary(dict).map_err(compress_err)?)
+                }
+            },
+        };
+        // The frame must fit in as many bytes as the record: a `Vec`'s capacity bounds zstd's
+        // output, and a capacity above `len` is cut back by the length check.
+        let mut frame = Vec::with_capacity(record.len());
+        match ctx.compress_to_buffer(record, &mut frame) {
+            Ok(n) if n <= record.len() => Ok(Encoded::Compressed(codec, frame)),
+            _ => Ok(Encoded::Raw),
+        }
+    }
+}
+
+fn compress_err(e: std::io::Error) -> CodecError {
+    CodecError::Compress(e.to_string())
+}
+
+/// A reusable decompression context (one per thread or shard).
+pub struct Decoder<'d> {
+    dict: Option<&'d Dictionary>,
+    plain: Option<Decompressor<'d>>,
+    with_dict: Option<Decompressor<'d>>,
+}
+
+impl std::fmt::Debug for Decoder<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Decoder").field("dict", &self.dict).finish_non_exhaustive()
+    }
+}
+
+impl<'d> Decoder<'d> {
+    /// A context for a store with, or without, a dictionary. zstd contexts are created on first use.
+    pub fn new(dict: Option<&'d Dictionary>) -> Self {
+        Decoder { dict, plain: None, with_dict: None }
+    }
+
+    /// Decodes `stored` (as written with `codec`) into `dst`, whose length is the record's
+    /// logical length. On error `dst` holds unspecified bytes.
+    pub fn decode_into(&mut self, codec: Codec, stored: &[u8], dst: &mut [u8]) -> Result<(), CodecError> {
+        let ctx = match codec {
+            Codec::Raw => {
+                if stored.len() != dst.len() {
+                    return Err(CodecError::LengthMismatch { expected: dst.len(), actual: stored.len() });
+                }
+                dst.copy_from_slice(stored);
+                return Ok(());
+            }
+            Codec::Zstd => match &mut self.plain {
+                Some(c) => c,
+                slot => slot.insert(Decompressor::new().map_err(decode_err)?),
+            },
+            Codec::ZstdDict => match &mut self.with_dict {
+                Some(c) => c,
+                slot => {
+                    let dict = self.dict.ok_or(CodecError::NoDictionary)?.decoder()?;
+                    slot.insert(Decompressor::with_prepared_dictionary(dict).map_err(decode_err)?)
+                }
+            },
+        };
+        let n = ctx.decompress_to_buffer(stored, dst).map_err(decode_err)?;
+        if n != dst.len() {
+            return Err(CodecError::LengthMismatch { expected: dst.len(), actual: n });
+        }
+        Ok(())
+    }
+}
+
+fn decode_err(e: std::io::Error) -> CodecError {
+    CodecError::Decode(e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(codec: Codec, dict: Option<&Dictionary>, record: &[u8]) -> (Codec, usize) {
+        let mut enc = Encoder::new(dict);
+        let mut dec = Decoder::new(dict);
+        let (used, stored) = match enc.encode(record, codec).unwrap() {
+            Encoded::Raw => (Codec::Raw, record.to_vec()),
+            Encoded::Compressed(c, frame) => (c, frame),
+        };
+        assert!(stored.len() <= record.len());
+        let mut out = vec![0u8; record.len()];
+        dec.decode_into(used, &stored, &mut out).unwrap();
+        assert_eq!(out, record);
+        (used, stored.len())
+    }
+
+    #[test]
+    fn zstd_frame_of_1000_zeros_matches_reference_bytes() {
+        let mut enc = Encoder::new(None);
+        let Encoded::Compressed(Codec::Zstd, frame) = enc.encode(&[0u8; 1000], Codec::Zstd).unwrap() else {
+            panic!("1000 zeros must compress");
+        };
+        let expected = [
+            0x28, 0xb5, 0x2f, 0xfd, 0x60, 0xe8, 0x02, 0x4d, 0x00, 0x00, 0x10, 0x00, 0x00, 0x01, 0x00,
+            0xe3, 0x2b, 0x80, 0x05,
+        ];
+        assert_eq!(frame, expected);
+    }
+
+    #[test]
+    fn raw_fallback_threshold_matches_reference() {
+        assert_eq!(roundtrip(Codec::Zstd, None, &[0u8; 25]), (Codec::Zstd, 17));
+        assert_eq!(roundtrip(Codec::Zstd, None, &[0u8; 24]).0, Codec::Raw);
+        assert_eq!(roundtrip(Codec::Zstd, None, &7u64.to_le_bytes()).0, Codec::Raw);
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let noise: Vec<u8> = (0..4096)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 32) as u8
+            })
+            .collect();
+        assert_eq!(roundtrip(Codec::Zstd, None, &noise).0, Codec::Raw);
+        assert_eq!(roundtrip(Codec::Raw, None, &[1u8; 100]), (Codec::Raw, 100));
+    }
+
+    #[test]
+    fn decode_checks_logical_length() {
+        let mut enc = Encoder::new(None);
+        let Encoded::Compressed(_, frame) = enc.encode(&[3u8; 500], Codec::Zstd).unwrap() else { panic!() };
+        let mut dec = Decoder::new(None);
+        let mut short = vec![0u8; 499];
+        assert!(matches!(dec.decode_into(Codec::Zstd, &frame, &mut short), Err(CodecError::Decode(_))));
+        let mut long = vec![0u8; 501];
+        assert_eq!(
+            dec.decode_into(Codec::Zstd, &frame, &mut long),
+            Err(CodecError::LengthMismatch { expected: 501, actual: 500 })
+        );
+        let mut ok = vec![0u8; 500];
+        dec.decode_into(Codec::Zstd, &frame, &mut ok).unwrap();
+        assert!(dec.decode_into(Codec::Zstd, &frame[..frame.len() - 1], &mut ok).is_err());
+        assert!(dec.decode_into(Codec::Raw, &[1, 2], &mut ok).is_err());
+    }
+
+    #[test]
+    fn dict_codec_requires_a_dictionary() {
+        let mut enc = Encoder::new(None);
+        assert_eq!(enc.encode(&[0u8; 100], Codec::ZstdDict), Err(CodecError::NoDictionary));
+        let mut dec = Decoder::new(None);
+        assert_eq!(dec.decode_into(Codec::ZstdDict, &[0u8; 10], &mut [0u8; 10]), Err(CodecError::NoDictionary));
+    }
+
+    #[cfg(feature = "train")]
+    #[test]
+    fn trained_dictionary_roundtrips_and_carries_its_id() {
+        let records: Vec<Vec<u8>> = (0..400u32)
+            .map(|i| format!("{{\"user\": {i}, \"name\": \"name-{}\", \"flag\": true}}", i * 7).into_bytes())
+            .collect();
+        let sizes: Vec<usize> = records.iter().map(Vec::len).collect();
+        let samples = records.concat();
+        let bytes = train_dictionary(&samples, &sizes, 4096).unwrap();
+        let dict = Dictionary::new(bytes);
+        assert!(dict.id().is_some());
+        let (codec, len) = roundtrip(Codec::ZstdDict, Some(&dict), &records[3]);
+        assert_eq!(codec, Codec::ZstdDict);
+        assert!(len < records[3].len());
+        // A plain zstd record in a store with a dictionary does not use it.
+        assert_eq!(roundtrip(Codec::Zstd, Some(&dict), &[9u8; 300]).0, Codec::Zstd);
+        assert!(train_dictionary(&[], &[], 4096).is_err());
+    }
+
+    #[test]
+    fn garbage_dictionary_fails_on_use_not_on_load() {
+        let dict = Dictionary::new(vec![1, 2, 3]);
+        let mut dec = Decoder::new(Some(&dict));
+        assert!(dec.decode_into(Codec::ZstdDict, &[0u8; 10], &mut [0u8; 10]).is_err());
+    }
+
+    #[test]
+    fn auto_dict_size_rule() {
+        assert_eq!(auto_dict_size(0), 8192);
+        assert_eq!(auto_dict_size(2000 * 784), 15680);
+        assert_eq!(auto_dict_size(5000 * 784), 39200);
+        assert_eq!(auto_dict_size(u64::MAX), 1 << 20);
+    }
+}

@@ -1,0 +1,232 @@
+//! The pure half of the executor: where appended records go, what a delete does to the table,
+//! and which records a compaction moves. Front ends carry the plans out with their own I/O.
+//!
+//! Invariants:
+//! * Append placement follows [`Tail::place`]: records are back to back in append order, never
+//!   straddle a chunk, and never use byte `0xFFFF_FFFF`.
+//! * Delete drops duplicate indices and applies the rest in descending order, each as
+//!   `entry[i] = entry[length − 1]; length −= 1`, so the live records stay exactly `0..length`.
+//!   All indices are checked before anything changes.
+//! * Compaction visits live records in physical order `(chunk, offset)` and packs them from
+//!   chunk 0, offset 0. A record never moves to a higher address, so writing it can only overwrite
+//!   garbage or its own old bytes; records already in place are not moved. A move whose target
+//!   overlaps its source is flagged, so the executor can stage it and stay crash-safe.
+
+use crate::format::{RecordLoc, Tail, MAX_RECORDS};
+
+/// Errors from planning.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// An index is not below the store's length.
+    #[error("index {index} out of range for a store of {length} records")]
+    IndexOutOfRange { index: u64, length: u64 },
+    /// The append would exceed 2^24 records or 4096 chunks.
+    #[error("store is full: {length} records + {adding} would exceed the limits")]
+    Full { length: u64, adding: u64 },
+    /// Live records overlap on disk, so compaction would move one upwards.
+    #[error("corrupt table: record {index} overlaps another record on disk")]
+    Overlap { index: u64 },
+}
+
+/// Places records of the given stored lengths after `tail`. Returns each record's
+/// `(chunk, offset)` and the new tail, or [`PlanError::Full`] when the table or the chunks run
+/// out (nothing is placed then).
+pub fn place_append(
+    tail: Tail,
+    length: u64,
+    stored_lens: impl ExactSizeIterator<Item = u32>,
+) -> Result<(Vec<(u16, u32)>, Tail), PlanError> {
+    let adding = stored_lens.len() as u64;
+    let full = PlanError::Full { length, adding };
+    if length.checked_add(adding).is_none_or(|n| n > MAX_RECORDS) {
+        return Err(full);
+    }
+    let mut tail = tail;
+    let places = stored_lens.map(|len| tail.place(len)).collect::<Option<Vec<_>>>().ok_or(full)?;
+    Ok((places, tail))
+}
+
+/// Checks `indices` against `length` and returns them deduplicated, in descending order.
+pub fn delete_order(length: u64, indices: &[u64]) -> Result<Vec<u64>, PlanError> {
+    if let Some(&index) = indices.iter().find(|&&i| i >= length) {
+        return Err(PlanError::IndexOutOfRange { index, length });
+    }
+    let mut order = indices.to_vec();
+    order.sort_unstable_by(|a, b| b.cmp(a));
+    order.dedup();
+    Ok(order)
+}
+
+/// Applies a delete to the live part of a table in memory: `table.len()` is the store's length.
+/// Returns the new length. Entries at and past the new length keep stale values, as on disk.
+pub fn delete_in_place(table: &mut [RecordLoc], indices: &[u64]) -> Result<usize, PlanError> {
+    let mut length = table.len();
+    for i in delete_order(length as u64, indices)? {
+        // `delete_order` checked every index against the length, and each step removes the
+        // largest remaining index, so `i < length` holds here.
+        table[i as usize] = table[length - 1];
+        length -= 1;
+    }
+    Ok(length)
+}
+
+/// One record a compaction moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Move {
+    /// Table index of the record.
+    pub index: u64,
+    /// The entry as it is now.
+    pub from: RecordLoc,
+    /// The entry once the record sits at its packed place.
+    pub to: RecordLoc,
+    /// The target range overlaps the source range, so a crash mid-copy would lose the record
+    /// unless the executor first stages it elsewhere.
+    pub overlaps: bool,
+}
+
+/// What a compaction does: the moves, in the order to perform them, and the packed frontier.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactPlan {
+    pub moves: Vec<Move>,
+    pub tail: Tail,
+}
+
+/// Plans an in-place compaction of the live table `table` (index = table position).
+pub fn plan_compact(table: &[RecordLoc]) -> Result<CompactPlan, PlanError> {
+    let mut order: Vec<u64> = (0..table.len() as u64).collect();
+    let at = |i: u64| table[i as usize];
+    order.sort_unstable_by_key(|&i| (at(i).chunk_id, at(i).offset));
+    let mut tail = Tail::default();
+    let mut moves = Vec::new();
+    for index in order {
+        let from = at(index);
+        let len = from.stored_len() as u32;
+        let (chunk_id, offset) =
+            tail.place(len).ok_or(PlanError::Full { length: table.len() as u64, adding: 0 })?;
+        let to = RecordLoc { chunk_id, offset, ..from };
+        if to == from {
+            continue;
+        }
+        let (old, new) = ((from.chunk_id, from.offset), (chunk_id, offset));
+        if new > old {
+            return Err(PlanError::Overlap { index });
+        }
+        let overlaps = chunk_id == from.chunk_id && u64::from(offset) + u64::from(len) > u64::from(from.offset);
+        moves.push(Move { index, from, to, overlaps });
+    }
+    Ok(CompactPlan { moves, tail })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{Codec, CHUNK_SIZE};
+    use proptest::prelude::*;
+
+    fn loc(chunk: u16, offset: u32, len: u32) -> RecordLoc {
+        RecordLoc { offset, phys_length: len, logic_length: len, chunk_id: chunk, ..Default::default() }
+    }
+
+    #[test]
+    fn delete_orders_match_reference() {
+        let cases: &[(&[u64], &[u32])] = &[
+            (&[1, 3], &[0, 4, 2, 5]),
+            (&[3, 1], &[0, 4, 2, 5]),
+            (&[1, 1, 3], &[0, 4, 2, 5]),
+            (&[1, 3, 3, 1], &[0, 4, 2, 5]),
+            (&[0], &[5, 1, 2, 3, 4]),
+            (&[5], &[0, 1, 2, 3, 4]),
+            (&[0, 5], &[4, 1, 2, 3]),
+            (&[5, 0], &[4, 1, 2, 3]),
+            (&[2, 4], &[0, 1, 5, 3]),
+            (&[4, 5], &[0, 1, 2, 3]),
+            (&[0, 1, 2, 3, 4, 5], &[]),
+            (&[], &[0, 1, 2, 3, 4, 5]),
+        ];
+        for (delete, expected) in cases {
+            let mut table: Vec<RecordLoc> = (0..6).map(|i| loc(0, i * 10, 10)).collect();
+            let n = delete_in_place(&mut table, delete).unwrap();
+            let order: Vec<u32> = table[..n].iter().map(|e| e.offset / 10).collect();
+            assert_eq!(&order, expected, "delete {delete:?}");
+        }
+    }
+
+    #[test]
+    fn delete_out_of_range_changes_nothing() {
+        let mut table: Vec<RecordLoc> = (0..6).map(|i| loc(0, i * 10, 10)).collect();
+        let before = table.clone();
+        assert_eq!(
+            delete_in_place(&mut table, &[1, 6]),
+            Err(PlanError::IndexOutOfRange { index: 6, length: 6 })
+        );
+        assert_eq!(table, before);
+    }
+
+    #[test]
+    fn append_places_back_to_back_and_rolls_over() {
+        let (places, tail) = place_append(Tail::default(), 0, [5u32, 7, 1].into_iter()).unwrap();
+        assert_eq!(places, vec![(0, 0), (0, 5), (0, 12)]);
+        assert_eq!(tail, Tail { chunk: 0, offset: 13 });
+        let near = Tail { chunk: 2, offset: u32::MAX - 10 };
+        let (places, tail) = place_append(near, 9, [8u32, 8].into_iter()).unwrap();
+        assert_eq!(places, vec![(2, u32::MAX - 10), (3, 0)]);
+        assert_eq!(tail, Tail { chunk: 3, offset: 8 });
+        assert!(matches!(
+            place_append(Tail::default(), MAX_RECORDS - 1, [1u32, 1].into_iter()),
+            Err(PlanError::Full { .. })
+        ));
+        let last = Tail { chunk: 4095, offset: u32::MAX - 3 };
+        assert!(place_append(last, 0, [8u32].into_iter()).is_err());
+    }
+
+    #[test]
+    fn compact_skips_records_in_place_and_flags_overlaps() {
+        // Physical layout: [a:0..10][hole 10..20][b:20..40][c:40..45]; table order c, a, b.
+        let table = [loc(0, 40, 5), loc(0, 0, 10), loc(0, 20, 20)];
+        let plan = plan_compact(&table).unwrap();
+        assert_eq!(plan.tail, Tail { chunk: 0, offset: 35 });
+        assert_eq!(plan.moves.len(), 2, "record a is already in place");
+        assert_eq!((plan.moves[0].index, plan.moves[0].to.offset, plan.moves[0].overlaps), (2, 10, true));
+        assert_eq!((plan.moves[1].index, plan.moves[1].to.offset, plan.moves[1].overlaps), (0, 30, false));
+        assert!(plan_compact(&table[1..2]).unwrap().moves.is_empty());
+    }
+
+    #[test]
+    fn compact_detects_overlapping_records() {
+        let table = [loc(0, 0, 10), loc(0, 5, 10)];
+        assert_eq!(plan_compact(&table), Err(PlanError::Overlap { index: 1 }));
+    }
+
+    proptest! {
+        #[test]
+        fn compact_never_moves_up_and_packs_densely(
+            lens in prop::collection::vec(1u32..5000, 1..60),
+            keep in prop::collection::vec(any::<bool>(), 60),
+            shuffle_seed in any::<u64>(),
+        ) {
+            // Lay records out as appends would (with a small fake chunk size via big gaps),
+            // keep a subset, shuffle table order as swap-last deletes would.
+            let mut tail = Tail::default();
+            let mut table: Vec<RecordLoc> = lens.iter().map(|&l| {
+                let (c, o) = tail.place(l).unwrap();
+                RecordLoc { compress: Codec::Raw as u8, ..loc(c, o, l) }
+            }).collect();
+            let mut i = 0;
+            table.retain(|_| { i += 1; keep[i - 1] });
+            let n = table.len();
+            for k in 0..n {
+                let j = (shuffle_seed.wrapping_mul(k as u64 + 1) >> 7) as usize % n.max(1);
+                table.swap(k, j);
+            }
+            let plan = plan_compact(&table).unwrap();
+            let live: u64 = table.iter().map(|e| e.stored_len()).sum();
+            prop_assert_eq!(plan.tail.position(), live);
+            prop_assert!(plan.tail.position() < CHUNK_SIZE);
+            for m in &plan.moves {
+                prop_assert!((m.to.chunk_id, m.to.offset) < (m.from.chunk_id, m.from.offset));
+                prop_assert_eq!(m.to.stored_len(), m.from.stored_len());
+            }
+        }
+    }
+}
