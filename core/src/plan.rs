@@ -58,17 +58,13 @@ pub fn delete_order(length: u64, indices: &[u64]) -> Result<Vec<u64>, PlanError>
     Ok(order)
 }
 
-/// Applies a delete to the live part of a table in memory: `table.len()` is the store's length.
-/// Returns the new length. Entries at and past the new length keep stale values, as on disk.
-pub fn delete_in_place(table: &mut [RecordLoc], indices: &[u64]) -> Result<usize, PlanError> {
-    let mut length = table.len();
-    for i in delete_order(length as u64, indices)? {
-        // `delete_order` checked every index against the length, and each step removes the
-        // largest remaining index, so `i < length` holds here.
-        table[i as usize] = table[length - 1];
-        length -= 1;
-    }
-    Ok(length)
+/// Plans a delete: the entry copies `(hole, last)` to apply in order, each as
+/// `entry[hole] = entry[last]`, after which the length is `length − copies.len()`.
+/// Entries at and past the new length keep stale values, as on disk.
+pub fn delete_swaps(length: u64, indices: &[u64]) -> Result<Vec<(u64, u64)>, PlanError> {
+    let order = delete_order(length, indices)?;
+    // Each step removes the largest remaining index, so `hole <= last` always holds.
+    Ok(order.into_iter().enumerate().map(|(k, hole)| (hole, length - 1 - k as u64)).collect())
 }
 
 /// One record a compaction moves.
@@ -145,22 +141,20 @@ mod tests {
             (&[], &[0, 1, 2, 3, 4, 5]),
         ];
         for (delete, expected) in cases {
-            let mut table: Vec<RecordLoc> = (0..6).map(|i| loc(0, i * 10, 10)).collect();
-            let n = delete_in_place(&mut table, delete).unwrap();
-            let order: Vec<u32> = table[..n].iter().map(|e| e.offset / 10).collect();
+            let mut table: Vec<u32> = (0..6).collect();
+            let swaps = delete_swaps(6, delete).unwrap();
+            for &(hole, last) in &swaps {
+                table[hole as usize] = table[last as usize];
+            }
+            let order = &table[..6 - swaps.len()];
             assert_eq!(&order, expected, "delete {delete:?}");
         }
     }
 
     #[test]
-    fn delete_out_of_range_changes_nothing() {
-        let mut table: Vec<RecordLoc> = (0..6).map(|i| loc(0, i * 10, 10)).collect();
-        let before = table.clone();
-        assert_eq!(
-            delete_in_place(&mut table, &[1, 6]),
-            Err(PlanError::IndexOutOfRange { index: 6, length: 6 })
-        );
-        assert_eq!(table, before);
+    fn delete_out_of_range_is_refused() {
+        assert_eq!(delete_swaps(6, &[1, 6]), Err(PlanError::IndexOutOfRange { index: 6, length: 6 }));
+        assert_eq!(delete_swaps(0, &[]), Ok(vec![]));
     }
 
     #[test]

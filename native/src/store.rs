@@ -1,0 +1,381 @@
+//! Opening a store and the read path: `len`, `lengths`, `gather`, `stats`.
+//!
+//! Invariants:
+//! * Opening never writes: a reader maps `meta.zr` and the chunk files read-only at their current
+//!   sizes and takes no lock. Only the first mutating call upgrades the handle to a writer
+//!   (see `write.rs`).
+//! * Before any byte reaches a caller's buffer, a read checks every index against the published
+//!   length, every table entry against the limits and the mapped size of its chunk file, and every
+//!   destination range against the buffer. A failed check leaves the buffer untouched.
+//! * Lock order, everywhere: `gate` → `writer` → `meta` → `chunks` → `dict`. `gate` is held
+//!   shared by reads and appends and exclusively by delete and compact.
+
+use std::fs::{self, File};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+
+use loaderx_core::codec::{Decoder, Dictionary};
+use loaderx_core::format::{self, Codec, Header, RecordLoc, HEADER_SIZE};
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::map::{ChunkMap, MetaMap};
+use crate::write::Writer;
+
+/// Largest `dict.zr` a store will load.
+pub(crate) const MAX_DICT_BYTES: u64 = 64 << 20;
+/// Below this many bytes a gather runs on the calling thread: the fan-out costs more than it saves.
+const PARALLEL_MIN_BYTES: u64 = 256 << 10;
+
+/// How [`Store::open_with`] treats a missing store.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenOptions {
+    /// Create the directory (with parents) and an empty store when there is none.
+    pub create: bool,
+}
+
+/// Storage usage, as `Zrecord.stats()` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stats {
+    /// Live records.
+    pub records: u64,
+    /// Stored bytes of the live records.
+    pub live_bytes: u64,
+    /// `tail_chunk · 2^32 + tail_offset`: how far the chunk files have grown.
+    pub chunk_bytes: u64,
+    /// `chunk_bytes − live_bytes`: an upper bound on what `compact` frees.
+    pub reclaimable: u64,
+}
+
+/// A read-only view of one chunk file.
+#[derive(Debug)]
+pub(crate) struct Chunk {
+    pub(crate) map: ChunkMap,
+}
+
+impl Chunk {
+    pub(crate) fn open_read(path: &Path) -> Result<Option<Chunk>> {
+        let file = match File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io("open", path)(e)),
+        };
+        let len = file.metadata().map_err(Error::io("stat", path))?.len();
+        let map = ChunkMap::new(&file, len).map_err(Error::io("mmap", path))?;
+        Ok(Some(Chunk { map }))
+    }
+}
+
+/// A loaderx record store on disk.
+///
+/// `gather`, `lengths`, `stats` and `append` may run concurrently from many threads; `delete`
+/// and `compact` take exclusive access (they wait for running calls and block new ones).
+#[derive(Debug)]
+pub struct Store {
+    pub(crate) dir: PathBuf,
+    pub(crate) gate: RwLock<()>,
+    pub(crate) writer: Mutex<Option<Writer>>,
+    pub(crate) meta: RwLock<MetaMap>,
+    /// Indexed by chunk id; `None` where the file does not exist.
+    pub(crate) chunks: RwLock<Vec<Option<Arc<Chunk>>>>,
+    pub(crate) dict: RwLock<Option<Arc<Dictionary>>>,
+}
+
+/// Path of chunk file `id` in `dir`.
+pub(crate) fn chunk_path(dir: &Path, id: u16) -> PathBuf {
+    dir.join(format!("{id}.zr"))
+}
+
+pub(crate) fn read_lock<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    // A panic while holding a lock cannot leave these structures half-updated: every writer
+    // replaces whole values. So a poisoned lock is still safe to use.
+    lock.read().unwrap_or_else(|e| e.into_inner())
+}
+
+pub(crate) fn write_lock<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Store {
+    /// Opens an existing store.
+    pub fn open(path: impl AsRef<Path>) -> Result<Store> {
+        Self::open_with(path, OpenOptions::default())
+    }
+
+    /// Opens a store, creating the directory and an empty store if there is none (as
+    /// `Zrecord(path)` does).
+    pub fn open_or_create(path: impl AsRef<Path>) -> Result<Store> {
+        Self::open_with(path, OpenOptions { create: true })
+    }
+
+    /// Opens a store with explicit options.
+    pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Store> {
+        let dir = path.as_ref().to_path_buf();
+        match fs::metadata(&dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(Error::NotADirectory(dir)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && options.create => {
+                fs::create_dir_all(&dir).map_err(Error::io("create directory", &dir))?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Error::NotFound(dir)),
+            Err(e) => return Err(Error::io("stat", &dir)(e)),
+        }
+        let meta_path = dir.join("meta.zr");
+        if !meta_path.exists() {
+            if !options.create {
+                return Err(Error::NotAStore { path: dir, reason: "it has no meta.zr".into() });
+            }
+            crate::write::create_store(&dir)?;
+        }
+        let meta_file = File::open(&meta_path).map_err(Error::io("open", &meta_path))?;
+        let meta_len = meta_file.metadata().map_err(Error::io("stat", &meta_path))?.len();
+        let mut head = [0u8; HEADER_SIZE as usize];
+        if meta_len < HEADER_SIZE {
+            return Err(Error::corrupt(
+                &meta_path,
+                format!("the file is {meta_len} bytes, shorter than the 16-byte header"),
+            ));
+        }
+        meta_file.read_exact_at(&mut head, 0).map_err(Error::io("read", &meta_path))?;
+        let header = Header::read(&head).map_err(|e| Error::format(&meta_path, e))?;
+        header.validate(meta_len).map_err(|e| Error::format(&meta_path, e))?;
+        let meta = MetaMap::new(&meta_file, meta_len, false).map_err(Error::io("mmap", &meta_path))?;
+        let chunks = (0..=header.tail_chunk)
+            .map(|id| Ok(Chunk::open_read(&chunk_path(&dir, id))?.map(Arc::new)))
+            .collect::<Result<Vec<_>>>()?;
+        let dict = load_dict(&dir)?.map(Arc::new);
+        Ok(Store {
+            dir,
+            gate: RwLock::new(()),
+            writer: Mutex::new(None),
+            meta: RwLock::new(meta),
+            chunks: RwLock::new(chunks),
+            dict: RwLock::new(dict),
+        })
+    }
+
+    /// The store directory.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Number of live records.
+    pub fn len(&self) -> u64 {
+        u64::from(read_lock(&self.meta).length())
+    }
+
+    /// True when the store holds no records.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A snapshot of the header.
+    pub fn header(&self) -> Header {
+        read_lock(&self.meta).header()
+    }
+
+    /// True if the store has a dictionary (`dict.zr`).
+    pub fn has_dict(&self) -> bool {
+        read_lock(&self.dict).is_some()
+    }
+
+    /// The dictionary bytes, if the store has one.
+    pub fn dict_bytes(&self) -> Option<Vec<u8>> {
+        read_lock(&self.dict).as_ref().map(|d| d.bytes().to_vec())
+    }
+
+    /// Checked table entries for `indices`: every index below the length, every entry valid
+    /// against the limits and its chunk file.
+    pub(crate) fn locate(&self, indices: &[u64]) -> Result<Vec<(RecordLoc, Codec)>> {
+        let meta = read_lock(&self.meta);
+        let length = u64::from(meta.length());
+        if let Some(&index) = indices.iter().find(|&&i| i >= length) {
+            return Err(Error::IndexOutOfRange { index, length });
+        }
+        let chunks = read_lock(&self.chunks);
+        let chunk_len = |id: u16| chunks.get(usize::from(id))?.as_ref().map(|c| c.map.len());
+        indices
+            .iter()
+            .map(|&index| {
+                let loc = meta.entry(index).ok_or_else(|| {
+                    Error::corrupt(self.dir.join("meta.zr"), format!("entry {index} lies past the end of the file"))
+                })?;
+                let codec = loc.validate(index, chunk_len).map_err(|e| self.entry_error(&loc, e))?;
+                Ok((loc, codec))
+            })
+            .collect()
+    }
+
+    fn entry_error(&self, loc: &RecordLoc, e: format::FormatError) -> Error {
+        let missing_or_short = matches!(&e, format::FormatError::BadEntry { reason, .. } if reason.contains(".zr"));
+        let file = if missing_or_short { chunk_path(&self.dir, loc.chunk_id) } else { self.dir.join("meta.zr") };
+        Error::corrupt(file, e)
+    }
+
+    /// The checked table entries of `indices` (where and how each record is stored).
+    pub fn entries(&self, indices: &[u64]) -> Result<Vec<RecordLoc>> {
+        let _gate = read_lock(&self.gate);
+        Ok(self.locate(indices)?.into_iter().map(|(loc, _)| loc).collect())
+    }
+
+    /// Logical (decoded) length of each record.
+    pub fn lengths(&self, indices: &[u64]) -> Result<Vec<u32>> {
+        let _gate = read_lock(&self.gate);
+        Ok(self.locate(indices)?.iter().map(|(loc, _)| loc.logic_length).collect())
+    }
+
+    /// Decodes records `indices` into `dst`, record `k` at byte `dst_offsets[k]`.
+    ///
+    /// The destination ranges must lie inside `dst` and must not overlap. Work is split over
+    /// the rayon pool in contiguous blocks, one zstd context per block, and each record is
+    /// decoded (or copied) straight from the chunk mapping into `dst`.
+    pub fn gather(&self, indices: &[u64], dst: &mut [u8], dst_offsets: &[u64]) -> Result<()> {
+        if indices.len() != dst_offsets.len() {
+            return Err(Error::BadArgument(format!(
+                "{} indices but {} destination offsets",
+                indices.len(),
+                dst_offsets.len()
+            )));
+        }
+        let _gate = read_lock(&self.gate);
+        let locs = self.locate(indices)?;
+        let lens: Vec<u64> = locs.iter().map(|(l, _)| u64::from(l.logic_length)).collect();
+        let dsts = split_dst(dst, dst_offsets, &lens)?;
+        let mut jobs: Vec<Job<'_>> = indices
+            .iter()
+            .zip(locs)
+            .zip(dsts)
+            .map(|((&index, (loc, codec)), dst)| Job { index, loc, codec, dst })
+            .collect();
+        let chunks = read_lock(&self.chunks);
+        let dict = read_lock(&self.dict).clone();
+        let run = |jobs: &mut [Job<'_>]| run_shard(&self.dir, &chunks, dict.as_deref(), jobs);
+        let total: u64 = lens.iter().sum();
+        let shards = if total < PARALLEL_MIN_BYTES { 1 } else { rayon::current_num_threads().min(jobs.len()) };
+        if shards <= 1 {
+            return run(&mut jobs);
+        }
+        let block = jobs.len().div_ceil(shards);
+        jobs.par_chunks_mut(block).try_for_each(run)
+    }
+
+    /// Storage usage.
+    pub fn stats(&self) -> Result<Stats> {
+        let _gate = read_lock(&self.gate);
+        let meta = read_lock(&self.meta);
+        let header = meta.header();
+        let mut live_bytes = 0u64;
+        for index in 0..u64::from(header.length) {
+            let loc = meta.entry(index).ok_or_else(|| {
+                Error::corrupt(self.dir.join("meta.zr"), format!("entry {index} lies past the end of the file"))
+            })?;
+            live_bytes += u64::from(loc.phys_length);
+        }
+        let chunk_bytes = header.chunk_bytes();
+        Ok(Stats {
+            records: u64::from(header.length),
+            live_bytes,
+            chunk_bytes,
+            reclaimable: chunk_bytes.saturating_sub(live_bytes),
+        })
+    }
+}
+
+fn load_dict(dir: &Path) -> Result<Option<Dictionary>> {
+    let path = dir.join("dict.zr");
+    let file = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io("open", &path)(e)),
+    };
+    let len = file.metadata().map_err(Error::io("stat", &path))?.len();
+    if len > MAX_DICT_BYTES {
+        return Err(Error::corrupt(&path, format!("{len} bytes is larger than any dictionary loaderx writes")));
+    }
+    let mut bytes = vec![0u8; len as usize];
+    file.read_exact_at(&mut bytes, 0).map_err(Error::io("read", &path))?;
+    Ok(Some(Dictionary::new(bytes)))
+}
+
+/// One record of a gather.
+struct Job<'a> {
+    index: u64,
+    loc: RecordLoc,
+    codec: Codec,
+    dst: &'a mut [u8],
+}
+
+fn run_shard(dir: &Path, chunks: &[Option<Arc<Chunk>>], dict: Option<&Dictionary>, jobs: &mut [Job<'_>]) -> Result<()> {
+    let mut decoder = Decoder::new(dict);
+    for job in jobs {
+        let chunk = chunks.get(usize::from(job.loc.chunk_id)).and_then(Option::as_ref);
+        let src = chunk
+            .and_then(|c| c.map.bytes(u64::from(job.loc.offset), job.loc.stored_len()))
+            .ok_or_else(|| Error::corrupt(chunk_path(dir, job.loc.chunk_id), "record lies past the end of the file"))?;
+        decoder
+            .decode_into(job.codec, src, job.dst)
+            .map_err(|source| Error::Decode { index: job.index, source })?;
+    }
+    Ok(())
+}
+
+/// Splits `dst` into the disjoint ranges `[offsets[k], offsets[k] + lens[k])`, in request order.
+fn split_dst<'a>(dst: &'a mut [u8], offsets: &[u64], lens: &[u64]) -> Result<Vec<&'a mut [u8]>> {
+    let size = dst.len() as u64;
+    for (k, (&off, &len)) in offsets.iter().zip(lens).enumerate() {
+        if off.checked_add(len).is_none_or(|end| end > size) {
+            return Err(Error::BadArgument(format!(
+                "buffer too small: record {k} needs bytes {off}..{} of a {size}-byte buffer",
+                off.saturating_add(len)
+            )));
+        }
+    }
+    let mut order: Vec<usize> = (0..offsets.len()).collect();
+    if !offsets.is_sorted() {
+        order.sort_unstable_by_key(|&k| offsets[k]);
+    }
+    let mut pieces: Vec<(usize, &'a mut [u8])> = Vec::with_capacity(order.len());
+    let mut rest = dst;
+    let mut cursor = 0u64;
+    for k in order {
+        let (off, len) = (offsets[k], lens[k]);
+        if off < cursor {
+            return Err(Error::BadArgument(format!("destination ranges overlap at record {k} (offset {off})")));
+        }
+        // Both bounds were checked against the buffer size above.
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut((off - cursor) as usize);
+        let (piece, tail) = tail.split_at_mut(len as usize);
+        pieces.push((k, piece));
+        rest = tail;
+        cursor = off + len;
+    }
+    pieces.sort_unstable_by_key(|(k, _)| *k);
+    Ok(pieces.into_iter().map(|(_, piece)| piece).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_dst_checks_bounds_and_overlap() {
+        let mut buf = [0u8; 10];
+        let pieces = split_dst(&mut buf, &[6, 0, 3], &[4, 3, 3]).unwrap();
+        assert_eq!(pieces.iter().map(|p| p.len()).collect::<Vec<_>>(), vec![4, 3, 3]);
+        assert!(split_dst(&mut buf, &[0, 8], &[3, 3]).is_err(), "past the end");
+        assert!(split_dst(&mut buf, &[0, 2], &[3, 3]).is_err(), "overlap");
+        assert!(split_dst(&mut buf, &[u64::MAX], &[3]).is_err(), "overflow");
+        assert!(split_dst(&mut buf, &[], &[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn split_dst_pieces_land_at_their_offsets() {
+        let mut buf = [0u8; 6];
+        let pieces = split_dst(&mut buf, &[4, 0], &[2, 2]).unwrap();
+        for (k, piece) in pieces.into_iter().enumerate() {
+            piece.fill(k as u8 + 1);
+        }
+        assert_eq!(buf, [2, 2, 0, 0, 1, 1]);
+    }
+}
