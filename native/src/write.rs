@@ -67,11 +67,13 @@ pub(crate) fn create_store(dir: &Path) -> Result<()> {
     file.write_all(&Header::EMPTY.to_bytes()).map_err(Error::io("write", &tmp))?;
     file.set_len(META_FULL_SIZE).map_err(Error::io("resize", &tmp))?;
     file.sync_all().map_err(Error::io("sync", &tmp))?;
+    // meta.zr appears whole (header written) or not at all. A crash before 0.zr exists is
+    // repaired by the first write, which creates a missing tail chunk of an empty store.
+    fs::rename(&tmp, dir.join("meta.zr")).map_err(Error::io("rename", &tmp))?;
     let chunk = chunk_path(dir, 0);
     File::create(&chunk)
         .and_then(|f| f.set_len(CHUNK_SIZE))
         .map_err(Error::io("create", &chunk))?;
-    fs::rename(&tmp, dir.join("meta.zr")).map_err(Error::io("rename", &tmp))?;
     sync_dir(dir)
 }
 
