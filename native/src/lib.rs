@@ -27,5 +27,5 @@ mod write;
 
 pub use error::{Error, Result};
 pub use loaderx_core::format::{Codec, Header, RecordLoc};
-pub use store::{OpenOptions, Stats, Store};
+pub use store::{OpenOptions, Stats, Store, VerifyReport};
 pub use write::record_ranges;

@@ -28,6 +28,15 @@ pub(crate) const MAX_DICT_BYTES: u64 = 64 << 20;
 /// Below this many bytes a gather runs on the calling thread: the fan-out costs more than it saves.
 const PARALLEL_MIN_BYTES: u64 = 256 << 10;
 
+/// What [`Store::verify`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Records checked.
+    pub checked: u64,
+    /// Records that failed, with the reason.
+    pub bad: Vec<(u64, String)>,
+}
+
 /// How [`Store::open_with`] treats a missing store.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OpenOptions {
@@ -258,6 +267,32 @@ impl Store {
         }
         let block = jobs.len().div_ceil(shards);
         jobs.par_chunks_mut(block).try_for_each(run)
+    }
+
+    /// Decodes every record and checks its table entry, bounds and length. `progress` is called
+    /// with (records done, total) after each block.
+    pub fn verify(&self, mut progress: impl FnMut(u64, u64)) -> VerifyReport {
+        const BLOCK: u64 = 4096;
+        let total = self.len();
+        let mut report = VerifyReport::default();
+        let mut buf = vec![0u8; format::MAX_RECORD_LEN as usize];
+        let mut start = 0;
+        while start < total {
+            let end = (start + BLOCK).min(total);
+            for index in start..end {
+                let result = self.entries(&[index]).and_then(|locs| {
+                    let len = locs.first().map_or(0, |l| l.logic_length as usize);
+                    self.gather(&[index], &mut buf[..len], &[0])
+                });
+                if let Err(e) = result {
+                    report.bad.push((index, e.to_string()));
+                }
+            }
+            report.checked = end;
+            progress(end, total);
+            start = end;
+        }
+        report
     }
 
     /// Storage usage.

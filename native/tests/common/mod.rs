@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-/// `../shared/fixtures/v3`, or `$LOADERX_FIXTURES` when set.
+/// `tests/fixtures/v3` (a copy of the reference-written fixtures), or `$LOADERX_FIXTURES` when set.
 pub fn fixtures() -> PathBuf {
     std::env::var_os("LOADERX_FIXTURES").map(PathBuf::from).unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/v3")
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/v3")
     })
 }
 
