@@ -285,7 +285,8 @@ impl Tail {
     /// next chunk at offset 0. Returns `None`, leaving `self` unchanged, when that would need a
     /// chunk beyond [`MAX_CHUNKS`].
     pub fn place(&mut self, len: u32) -> Option<(u16, u32)> {
-        let fits = u64::from(self.offset) + u64::from(len) <= CHUNK_SIZE - 1;
+        // `offset + len <= 2^32 - 1`: the last byte of a chunk stays unused.
+        let fits = u64::from(self.offset) + u64::from(len) < CHUNK_SIZE;
         let (chunk, offset) = if fits {
             (self.chunk, self.offset)
         } else {

@@ -31,7 +31,7 @@ fn mild_bytes(rng: &mut Rng, n: usize) -> Vec<u8> {
     (0..n)
         .map(|_| {
             let x = rng.next();
-            if x % 7 == 0 { 0 } else { (x >> 32) as u8 }
+            if x.is_multiple_of(7) { 0 } else { (x >> 32) as u8 }
         })
         .collect()
 }
@@ -41,9 +41,12 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// One gather implementation: (indices, destination, destination offsets).
+type GatherFn<'a> = Box<dyn FnMut(&[u64], &mut [u8], &[u64]) + 'a>;
+
 struct Case<'a> {
     name: String,
-    run: Box<dyn FnMut(&[u64], &mut [u8], &[u64]) + 'a>,
+    run: GatherFn<'a>,
 }
 
 fn main() {

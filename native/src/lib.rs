@@ -29,3 +29,8 @@ pub use error::{Error, Result};
 pub use loaderx_core::format::{Codec, Header, RecordLoc};
 pub use store::{OpenOptions, Stats, Store, VerifyReport};
 pub use write::record_ranges;
+
+/// The README's Rust snippets, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeSnippets;

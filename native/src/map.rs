@@ -43,7 +43,7 @@ impl MetaMap {
     }
 
     fn atomic_u32(&self, offset: usize) -> &AtomicU32 {
-        debug_assert!(offset + 4 <= HEADER_SIZE as usize && offset % 4 == 0);
+        debug_assert!(offset + 4 <= HEADER_SIZE as usize && offset.is_multiple_of(4));
         // SAFETY: the map holds at least HEADER_SIZE bytes and is page-aligned, so `offset`
         // (4 or 8 or 12) is in bounds and 4-aligned. The mapping lives as long as `&self`, and
         // all accesses to these header words, from any handle, are atomic.
