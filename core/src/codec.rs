@@ -255,8 +255,8 @@ mod tests {
             panic!("1000 zeros must compress");
         };
         let expected = [
-            0x28, 0xb5, 0x2f, 0xfd, 0x60, 0xe8, 0x02, 0x4d, 0x00, 0x00, 0x10, 0x00, 0x00, 0x01, 0x00,
-            0xe3, 0x2b, 0x80, 0x05,
+            0x28, 0xb5, 0x2f, 0xfd, 0x60, 0xe8, 0x02, 0x4d, 0x00, 0x00, 0x10, 0x00, 0x00, 0x01, 0x00, 0xe3,
+            0x2b, 0x80, 0x05,
         ];
         assert_eq!(frame, expected);
     }
@@ -302,7 +302,10 @@ mod tests {
         let mut enc = Encoder::new(None);
         assert_eq!(enc.encode(&[0u8; 100], Codec::ZstdDict), Err(CodecError::NoDictionary));
         let mut dec = Decoder::new(None);
-        assert_eq!(dec.decode_into(Codec::ZstdDict, &[0u8; 10], &mut [0u8; 10]), Err(CodecError::NoDictionary));
+        assert_eq!(
+            dec.decode_into(Codec::ZstdDict, &[0u8; 10], &mut [0u8; 10]),
+            Err(CodecError::NoDictionary)
+        );
     }
 
     #[cfg(feature = "train")]

@@ -226,11 +226,7 @@ impl RecordLoc {
         index: u64,
         chunk_len: impl FnOnce(u16) -> Option<u64>,
     ) -> Result<Codec, FormatError> {
-        let bad = |reason: String| FormatError::BadEntry {
-            index,
-            meta_offset: entry_offset(index),
-            reason,
-        };
+        let bad = |reason: String| FormatError::BadEntry { index, meta_offset: entry_offset(index), reason };
         let codec = Codec::from_tag(self.compress)
             .ok_or_else(|| bad(format!("unknown codec tag {}", self.compress)))?;
         let logic = u64::from(self.logic_length);

@@ -6,6 +6,7 @@
 //! values, typed errors and plans that the front end executes.
 
 pub mod codec;
+pub mod dtype;
 pub mod format;
 pub mod plan;
 pub mod sampler;

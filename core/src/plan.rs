@@ -108,7 +108,8 @@ pub fn plan_compact(table: &[RecordLoc]) -> Result<CompactPlan, PlanError> {
         if new > old {
             return Err(PlanError::Overlap { index });
         }
-        let overlaps = chunk_id == from.chunk_id && u64::from(offset) + u64::from(len) > u64::from(from.offset);
+        let overlaps =
+            chunk_id == from.chunk_id && u64::from(offset) + u64::from(len) > u64::from(from.offset);
         moves.push(Move { index, from, to, overlaps });
     }
     Ok(CompactPlan { moves, tail })

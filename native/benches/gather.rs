@@ -31,7 +31,11 @@ fn mild_bytes(rng: &mut Rng, n: usize) -> Vec<u8> {
     (0..n)
         .map(|_| {
             let x = rng.next();
-            if x.is_multiple_of(7) { 0 } else { (x >> 32) as u8 }
+            if x.is_multiple_of(7) {
+                0
+            } else {
+                (x >> 32) as u8
+            }
         })
         .collect()
 }
@@ -53,7 +57,10 @@ fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let rounds = if quick { 3 } else { 7 };
     let threads = rayon::current_num_threads();
-    println!("machine: {} logical cpus, rayon pool {threads} threads", std::thread::available_parallelism().map_or(0, |n| n.get()));
+    println!(
+        "machine: {} logical cpus, rayon pool {threads} threads",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
     println!("{:<28} {:>12} {:>12} {:>10}", "case", "MiB/s", "per batch", "vs memcpy");
     let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
     let sizes: &[(usize, u64)] =
@@ -142,7 +149,11 @@ fn main() {
         }
         let mib = (batch * rec) as f64 / (1 << 20) as f64;
         let base = mib / median(times[0].clone());
-        println!("-- {} KiB records, {n} of them, batch {batch}, zstd ratio {:.3}", rec >> 10, n as f64 * rec as f64 / zs.live_bytes as f64);
+        println!(
+            "-- {} KiB records, {n} of them, batch {batch}, zstd ratio {:.3}",
+            rec >> 10,
+            n as f64 * rec as f64 / zs.live_bytes as f64
+        );
         for (case, t) in cases.iter().zip(times) {
             let per = median(t);
             let rate = mib / per;

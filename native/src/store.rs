@@ -208,7 +208,10 @@ impl Store {
             .iter()
             .map(|&index| {
                 let loc = meta.entry(index).ok_or_else(|| {
-                    Error::corrupt(self.dir.join("meta.zr"), format!("entry {index} lies past the end of the file"))
+                    Error::corrupt(
+                        self.dir.join("meta.zr"),
+                        format!("entry {index} lies past the end of the file"),
+                    )
                 })?;
                 let codec = loc.validate(index, chunk_len).map_err(|e| self.entry_error(&loc, e))?;
                 Ok((loc, codec))
@@ -217,8 +220,10 @@ impl Store {
     }
 
     fn entry_error(&self, loc: &RecordLoc, e: format::FormatError) -> Error {
-        let missing_or_short = matches!(&e, format::FormatError::BadEntry { reason, .. } if reason.contains(".zr"));
-        let file = if missing_or_short { chunk_path(&self.dir, loc.chunk_id) } else { self.dir.join("meta.zr") };
+        let missing_or_short =
+            matches!(&e, format::FormatError::BadEntry { reason, .. } if reason.contains(".zr"));
+        let file =
+            if missing_or_short { chunk_path(&self.dir, loc.chunk_id) } else { self.dir.join("meta.zr") };
         Error::corrupt(file, e)
     }
 
@@ -261,7 +266,8 @@ impl Store {
         let dict = read_lock(&self.dict).clone();
         let run = |jobs: &mut [Job<'_>]| run_shard(&self.dir, &chunks, dict.as_deref(), jobs);
         let total: u64 = lens.iter().sum();
-        let shards = if total < PARALLEL_MIN_BYTES { 1 } else { rayon::current_num_threads().min(jobs.len()) };
+        let shards =
+            if total < PARALLEL_MIN_BYTES { 1 } else { rayon::current_num_threads().min(jobs.len()) };
         if shards <= 1 {
             return run(&mut jobs);
         }
@@ -303,7 +309,10 @@ impl Store {
         let mut live_bytes = 0u64;
         for index in 0..u64::from(header.length) {
             let loc = meta.entry(index).ok_or_else(|| {
-                Error::corrupt(self.dir.join("meta.zr"), format!("entry {index} lies past the end of the file"))
+                Error::corrupt(
+                    self.dir.join("meta.zr"),
+                    format!("entry {index} lies past the end of the file"),
+                )
             })?;
             live_bytes += u64::from(loc.phys_length);
         }
@@ -326,7 +335,10 @@ fn load_dict(dir: &Path) -> Result<Option<Dictionary>> {
     };
     let len = file.metadata().map_err(Error::io("stat", &path))?.len();
     if len > MAX_DICT_BYTES {
-        return Err(Error::corrupt(&path, format!("{len} bytes is larger than any dictionary loaderx writes")));
+        return Err(Error::corrupt(
+            &path,
+            format!("{len} bytes is larger than any dictionary loaderx writes"),
+        ));
     }
     let mut bytes = vec![0u8; len as usize];
     file.read_exact_at(&mut bytes, 0).map_err(Error::io("read", &path))?;
@@ -341,13 +353,19 @@ struct Job<'a> {
     dst: &'a mut [u8],
 }
 
-fn run_shard(dir: &Path, chunks: &[Option<Arc<Chunk>>], dict: Option<&Dictionary>, jobs: &mut [Job<'_>]) -> Result<()> {
+fn run_shard(
+    dir: &Path,
+    chunks: &[Option<Arc<Chunk>>],
+    dict: Option<&Dictionary>,
+    jobs: &mut [Job<'_>],
+) -> Result<()> {
     let mut decoder = Decoder::new(dict);
     for job in jobs {
         let chunk = chunks.get(usize::from(job.loc.chunk_id)).and_then(Option::as_ref);
-        let src = chunk
-            .and_then(|c| c.map.bytes(u64::from(job.loc.offset), job.loc.stored_len()))
-            .ok_or_else(|| Error::corrupt(chunk_path(dir, job.loc.chunk_id), "record lies past the end of the file"))?;
+        let src =
+            chunk.and_then(|c| c.map.bytes(u64::from(job.loc.offset), job.loc.stored_len())).ok_or_else(
+                || Error::corrupt(chunk_path(dir, job.loc.chunk_id), "record lies past the end of the file"),
+            )?;
         decoder
             .decode_into(job.codec, src, job.dst)
             .map_err(|source| Error::Decode { index: job.index, source })?;
@@ -376,7 +394,9 @@ fn split_dst<'a>(dst: &'a mut [u8], offsets: &[u64], lens: &[u64]) -> Result<Vec
     for k in order {
         let (off, len) = (offsets[k], lens[k]);
         if off < cursor {
-            return Err(Error::BadArgument(format!("destination ranges overlap at record {k} (offset {off})")));
+            return Err(Error::BadArgument(format!(
+                "destination ranges overlap at record {k} (offset {off})"
+            )));
         }
         // Both bounds were checked against the buffer size above.
         let (_, tail) = std::mem::take(&mut rest).split_at_mut((off - cursor) as usize);

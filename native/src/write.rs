@@ -71,9 +71,7 @@ pub(crate) fn create_store(dir: &Path) -> Result<()> {
     // repaired by the first write, which creates a missing tail chunk of an empty store.
     fs::rename(&tmp, dir.join("meta.zr")).map_err(Error::io("rename", &tmp))?;
     let chunk = chunk_path(dir, 0);
-    File::create(&chunk)
-        .and_then(|f| f.set_len(CHUNK_SIZE))
-        .map_err(Error::io("create", &chunk))?;
+    File::create(&chunk).and_then(|f| f.set_len(CHUNK_SIZE)).map_err(Error::io("create", &chunk))?;
     sync_dir(dir)
 }
 
@@ -159,7 +157,10 @@ impl Store {
                     File::create_new(&path).map_err(Error::io("create", &path))?
                 }
                 None if id == header.tail_chunk => {
-                    return Err(Error::corrupt(path, "missing, but the header says records were appended to it"))
+                    return Err(Error::corrupt(
+                        path,
+                        "missing, but the header says records were appended to it",
+                    ))
                 }
                 None => {
                     chunk_files.push(None);
@@ -284,7 +285,9 @@ impl Store {
         let _guard = self.writer()?;
         let meta = read_lock(&self.meta);
         for &(hole, last) in &swaps {
-            let entry = meta.entry(last).ok_or_else(|| Error::corrupt(self.dir.join("meta.zr"), "table cut short"))?;
+            let entry = meta
+                .entry(last)
+                .ok_or_else(|| Error::corrupt(self.dir.join("meta.zr"), "table cut short"))?;
             meta.set_entry(hole, &entry);
         }
         meta.publish_length((length - swaps.len() as u64) as u32);
@@ -311,7 +314,9 @@ impl Store {
                 // Stage the record past the frontier first, so it exists whole somewhere at
                 // every instant, then move it down.
                 let mut tail = read_lock(&self.meta).header().tail();
-                let (chunk_id, offset) = tail.place(bytes.len() as u32).ok_or_else(|| Error::Full("no room to stage a record for compaction".into()))?;
+                let (chunk_id, offset) = tail
+                    .place(bytes.len() as u32)
+                    .ok_or_else(|| Error::Full("no room to stage a record for compaction".into()))?;
                 self.add_chunk(writer, chunk_id)?;
                 let staged = RecordLoc { chunk_id, offset, ..m.from };
                 self.write_at(writer, &staged, &bytes)?;
@@ -348,7 +353,9 @@ impl Store {
         chunk
             .and_then(|c| c.map.bytes(u64::from(loc.offset), loc.stored_len()))
             .map(<[u8]>::to_vec)
-            .ok_or_else(|| Error::corrupt(chunk_path(&self.dir, loc.chunk_id), "record lies past the end of the file"))
+            .ok_or_else(|| {
+                Error::corrupt(chunk_path(&self.dir, loc.chunk_id), "record lies past the end of the file")
+            })
     }
 
     fn write_at(&self, writer: &mut Writer, loc: &RecordLoc, bytes: &[u8]) -> Result<()> {
@@ -379,7 +386,10 @@ impl Store {
         let indices: Vec<u64> = (0..self.len()).collect();
         let users = {
             let meta = read_lock(&self.meta);
-            indices.iter().filter(|&&i| meta.entry(i).is_some_and(|e| e.compress == Codec::ZstdDict as u8)).count()
+            indices
+                .iter()
+                .filter(|&&i| meta.entry(i).is_some_and(|e| e.compress == Codec::ZstdDict as u8))
+                .count()
         };
         if users > 0 {
             return Err(Error::Dictionary(format!(
@@ -443,7 +453,11 @@ mod tests {
     #[test]
     fn record_ranges_follow_the_reference_rules() {
         assert_eq!(record_ranges(10, &[0, 4]).unwrap(), vec![0..4, 4..10]);
-        assert_eq!(record_ranges(10, &[2, 4]).unwrap(), vec![2..4, 4..10], "bytes before offsets[0] are ignored");
+        assert_eq!(
+            record_ranges(10, &[2, 4]).unwrap(),
+            vec![2..4, 4..10],
+            "bytes before offsets[0] are ignored"
+        );
         assert!(record_ranges(10, &[]).unwrap().is_empty());
         assert!(matches!(record_ranges(10, &[0, 11]), Err(Error::BadArgument(_))));
         assert!(matches!(record_ranges(10, &[0, 0]), Err(Error::RecordSize { position: 0, len: 0 })));

@@ -63,8 +63,13 @@ fn bad_records_append_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let store = new_store(tmp.path());
     let huge = vec![0u8; (1 << 20) + 1];
-    assert!(matches!(store.append(&huge, &[0], Codec::Zstd), Err(Error::RecordSize { len, .. }) if len == (1 << 20) + 1));
-    assert!(matches!(store.append(&[1, 2, 3], &[0, 3], Codec::Raw), Err(Error::RecordSize { position: 1, len: 0 })));
+    assert!(
+        matches!(store.append(&huge, &[0], Codec::Zstd), Err(Error::RecordSize { len, .. }) if len == (1 << 20) + 1)
+    );
+    assert!(matches!(
+        store.append(&[1, 2, 3], &[0, 3], Codec::Raw),
+        Err(Error::RecordSize { position: 1, len: 0 })
+    ));
     assert!(matches!(store.append(&[1, 2, 3], &[0, 5], Codec::Raw), Err(Error::BadArgument(_))));
     assert!(matches!(store.append(&[1, 2, 3], &[2, 1], Codec::Raw), Err(Error::RecordSize { .. })));
     assert!(matches!(store.append(&[1, 2, 3], &[0], Codec::ZstdDict), Err(Error::Dictionary(_))));
@@ -128,7 +133,10 @@ fn bad_meta_files_are_refused_at_open() {
     let full = fs::read(src.join("meta.zr")).unwrap();
     assert!(matches!(case("zero", Some(vec![])), Err(Error::Corrupt { .. })));
     assert!(matches!(case("two", Some(vec![0x5a, 0x52])), Err(Error::Corrupt { .. })));
-    assert!(matches!(case("garbage", Some(b"this is not a loaderx store at all".to_vec())), Err(Error::NotAStore { .. })));
+    assert!(matches!(
+        case("garbage", Some(b"this is not a loaderx store at all".to_vec())),
+        Err(Error::NotAStore { .. })
+    ));
     let mut v4 = full.clone();
     v4[4] = 4;
     assert!(matches!(case("v4", Some(v4)), Err(Error::NotAStore { .. })));
@@ -165,7 +173,10 @@ fn missing_directories_files_and_meta_are_typed_errors() {
     let deep = tmp.path().join("a/b/c");
     let store = Store::open_or_create(&deep).unwrap();
     assert_eq!(store.len(), 0);
-    assert_eq!(fs::read(deep.join("meta.zr")).unwrap()[..16], [0x5a, 0x52, 0x45, 0x43, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(
+        fs::read(deep.join("meta.zr")).unwrap()[..16],
+        [0x5a, 0x52, 0x45, 0x43, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+    );
 }
 
 #[test]
@@ -232,7 +243,12 @@ fn verify_lists_exactly_the_bad_records() {
     let at = u64::from(loc.offset);
     chunk.read_exact_at(&mut b, at).unwrap();
     chunk.write_all_at(&[b[0] ^ 0xff], at).unwrap();
-    fs::OpenOptions::new().write(true).open(dir.join("meta.zr")).unwrap().write_all_at(&[7], 16 + 16 * 9 + 14).unwrap();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join("meta.zr"))
+        .unwrap()
+        .write_all_at(&[7], 16 + 16 * 9 + 14)
+        .unwrap();
     let mut seen = Vec::new();
     let report = Store::open(&dir).unwrap().verify(|done, total| seen.push((done, total)));
     let bad: Vec<u64> = report.bad.iter().map(|(i, _)| *i).collect();

@@ -28,7 +28,9 @@ fn readers_and_one_writer() {
                     }
                     let idx: Vec<u64> = (0..32)
                         .map(|_| {
-                            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                            x = x
+                                .wrapping_mul(6_364_136_223_846_793_005)
+                                .wrapping_add(1_442_695_040_888_963_407);
                             (x >> 33) % n
                         })
                         .collect();

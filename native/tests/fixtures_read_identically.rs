@@ -40,7 +40,11 @@ fn check_store(store: &Store, case: &serde_json::Value) {
         "{name}: stats"
     );
     let header = store.header();
-    assert_eq!(u64::from(header.tail_offset), case["header"]["tail_offset"].as_u64().unwrap(), "{name}: tail");
+    assert_eq!(
+        u64::from(header.tail_offset),
+        case["header"]["tail_offset"].as_u64().unwrap(),
+        "{name}: tail"
+    );
     assert_eq!(store.has_dict(), !case["dict"].is_null(), "{name}: dict");
 }
 
@@ -59,16 +63,22 @@ fn every_fixture_reads_as_the_reference_wrote_it() {
 fn reading_a_fixture_changes_no_file() {
     for case in manifest() {
         let path = fixtures().join(case["store"].as_str().unwrap());
-        let before: Vec<_> = std::fs::read_dir(&path).unwrap().map(|e| {
-            let e = e.unwrap();
-            (e.file_name(), std::fs::read(e.path()).unwrap())
-        }).collect();
+        let before: Vec<_> = std::fs::read_dir(&path)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (e.file_name(), std::fs::read(e.path()).unwrap())
+            })
+            .collect();
         let store = Store::open(&path).unwrap();
         let _ = read_all(&store);
-        let after: Vec<_> = std::fs::read_dir(&path).unwrap().map(|e| {
-            let e = e.unwrap();
-            (e.file_name(), std::fs::read(e.path()).unwrap())
-        }).collect();
+        let after: Vec<_> = std::fs::read_dir(&path)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (e.file_name(), std::fs::read(e.path()).unwrap())
+            })
+            .collect();
         assert_eq!(before, after, "{}", path.display());
     }
 }
@@ -85,7 +95,11 @@ fn short_fixture_copies_take_appends_and_keep_their_records() {
         let codec = if store.has_dict() { Codec::ZstdDict } else { Codec::Zstd };
         let first = store.append(&[7u8; 300], &[0, 100], codec).unwrap();
         assert_eq!(first, before.len() as u64);
-        assert_eq!(std::fs::metadata(copy.join("meta.zr")).unwrap().len(), 16 + 16 * (1 << 24), "{name}: meta.zr restored");
+        assert_eq!(
+            std::fs::metadata(copy.join("meta.zr")).unwrap().len(),
+            16 + 16 * (1 << 24),
+            "{name}: meta.zr restored"
+        );
         assert_eq!(std::fs::metadata(copy.join("0.zr")).unwrap().len(), 1 << 32, "{name}: 0.zr restored");
         drop(store);
         let store = Store::open(&copy).unwrap();

@@ -101,8 +101,10 @@ fn our_stores_open_in_the_reference_and_theirs_appends_read_here() {
             assert_eq!(batch["first"].as_u64().unwrap(), k as u64);
             for hex in batch["records"].as_array().unwrap() {
                 let hex = hex.as_str().unwrap();
-                let want: Vec<u8> =
-                    (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+                let want: Vec<u8> = (0..hex.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                    .collect();
                 assert_eq!(after[k], want, "{}: record {k}", dir.display());
                 k += 1;
             }

@@ -90,7 +90,13 @@ fn info(path: &PathBuf, as_json: bool) -> Result<ExitCode, Box<dyn std::error::E
     println!("store        {}", path.display());
     if let Some(s) = &schema_json {
         let text = |v: &serde_json::Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
-        println!("schema       {} {} {} codec {}", text(&s["kind"]), text(&s["dtype"]), s["item_shape"], text(&s["codec"]));
+        println!(
+            "schema       {} {} {} codec {}",
+            text(&s["kind"]),
+            text(&s["dtype"]),
+            s["item_shape"],
+            text(&s["codec"])
+        );
     } else {
         println!("schema       none (a plain Zrecord store)");
     }

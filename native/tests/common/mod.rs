@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 /// `tests/fixtures/v3` (a copy of the reference-written fixtures), or `$LOADERX_FIXTURES` when set.
 pub fn fixtures() -> PathBuf {
-    std::env::var_os("LOADERX_FIXTURES").map(PathBuf::from).unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/v3")
-    })
+    std::env::var_os("LOADERX_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/v3"))
 }
 
 /// The data bytes of a little `.npy` file (C order), and its shape.
