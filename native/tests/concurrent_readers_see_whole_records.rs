@@ -35,12 +35,7 @@ fn readers_and_one_writer() {
                         })
                         .collect();
                     let lens = store.lengths(&idx).unwrap();
-                    let mut offsets = Vec::new();
-                    let mut total = 0u64;
-                    for &l in &lens {
-                        offsets.push(total);
-                        total += u64::from(l);
-                    }
+                    let (offsets, total) = common::packed_offsets(&lens);
                     let mut dst = vec![0u8; total as usize];
                     store.gather(&idx, &mut dst, &offsets).unwrap();
                     for (k, &i) in idx.iter().enumerate() {

@@ -59,26 +59,27 @@ fn every_fixture_reads_as_the_reference_wrote_it() {
     }
 }
 
+/// Every file of a directory with its bytes.
+fn snapshot(dir: &std::path::Path) -> Vec<(std::ffi::OsString, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (e.file_name(), std::fs::read(e.path()).unwrap())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
 #[test]
 fn reading_a_fixture_changes_no_file() {
     for case in manifest() {
         let path = fixtures().join(case["store"].as_str().unwrap());
-        let before: Vec<_> = std::fs::read_dir(&path)
-            .unwrap()
-            .map(|e| {
-                let e = e.unwrap();
-                (e.file_name(), std::fs::read(e.path()).unwrap())
-            })
-            .collect();
+        let before = snapshot(&path);
         let store = Store::open(&path).unwrap();
         let _ = read_all(&store);
-        let after: Vec<_> = std::fs::read_dir(&path)
-            .unwrap()
-            .map(|e| {
-                let e = e.unwrap();
-                (e.file_name(), std::fs::read(e.path()).unwrap())
-            })
-            .collect();
+        let after = snapshot(&path);
         assert_eq!(before, after, "{}", path.display());
     }
 }

@@ -81,9 +81,7 @@ proptest! {
                     if model.is_empty() { continue; }
                     let idx: Vec<u64> = picks.iter().map(|p| p % model.len() as u64).collect();
                     let lens = store.lengths(&idx).unwrap();
-                    let mut offsets = vec![];
-                    let mut total = 0u64;
-                    for &l in &lens { offsets.push(total); total += u64::from(l); }
+                    let (offsets, total) = common::packed_offsets(&lens);
                     let mut dst = vec![0u8; total as usize];
                     store.gather(&idx, &mut dst, &offsets).unwrap();
                     let want: Vec<u8> = idx.iter().flat_map(|&i| model[i as usize].clone()).collect();

@@ -62,17 +62,23 @@ pub fn pack(records: &[Vec<u8>]) -> (Vec<u8>, Vec<u64>) {
     (buf, offsets)
 }
 
+/// Back-to-back destination offsets for records of these lengths, and the total size.
+pub fn packed_offsets(lens: &[u32]) -> (Vec<u64>, u64) {
+    let mut offsets = Vec::with_capacity(lens.len());
+    let mut total = 0u64;
+    for &l in lens {
+        offsets.push(total);
+        total += u64::from(l);
+    }
+    (offsets, total)
+}
+
 /// Reads every record of a store, one gather call, as separate byte vectors.
 pub fn read_all(store: &loaderx_native::Store) -> Vec<Vec<u8>> {
     let n = store.len();
     let idx: Vec<u64> = (0..n).collect();
     let lens = store.lengths(&idx).unwrap();
-    let mut offsets = Vec::with_capacity(lens.len());
-    let mut total = 0u64;
-    for &l in &lens {
-        offsets.push(total);
-        total += u64::from(l);
-    }
+    let (offsets, total) = packed_offsets(&lens);
     let mut buf = vec![0u8; total as usize];
     store.gather(&idx, &mut buf, &offsets).unwrap();
     offsets.iter().zip(&lens).map(|(&o, &l)| buf[o as usize..(o + u64::from(l)) as usize].to_vec()).collect()
