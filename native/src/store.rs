@@ -256,6 +256,41 @@ impl Store {
         let locs = self.locate(indices)?;
         let lens: Vec<u64> = locs.iter().map(|(l, _)| u64::from(l.logic_length)).collect();
         let dsts = split_dst(dst, dst_offsets, &lens)?;
+        self.decode_all(indices, locs, dsts)
+    }
+
+    /// Decodes records `indices`, each exactly `stride` bytes long, back to back into `dst`
+    /// (`dst.len() == indices.len() · stride`), as a dense dataset reads its fixed-size rows.
+    /// A record of any other length is an error, never a misaligned batch.
+    pub fn gather_fixed(&self, indices: &[u64], dst: &mut [u8], stride: u64) -> Result<()> {
+        let need = (indices.len() as u64).checked_mul(stride);
+        if stride == 0 || need != Some(dst.len() as u64) {
+            return Err(Error::BadArgument(format!(
+                "buffer of {} bytes does not hold {} records of {stride} bytes",
+                dst.len(),
+                indices.len()
+            )));
+        }
+        let _gate = read_lock(&self.gate);
+        let locs = self.locate(indices)?;
+        if let Some((k, (loc, _))) =
+            locs.iter().enumerate().find(|(_, (l, _))| u64::from(l.logic_length) != stride)
+        {
+            return Err(Error::corrupt(
+                self.dir.join("meta.zr"),
+                format!(
+                    "record {} is {} bytes, but the dataset's rows are {stride}",
+                    indices[k], loc.logic_length
+                ),
+            ));
+        }
+        let dsts = dst.chunks_exact_mut(stride as usize).collect();
+        self.decode_all(indices, locs, dsts)
+    }
+
+    /// Decodes checked records into their destination slices, sharded over the rayon pool.
+    fn decode_all(&self, indices: &[u64], locs: Vec<(RecordLoc, Codec)>, dsts: Vec<&mut [u8]>) -> Result<()> {
+        let total: u64 = locs.iter().map(|(l, _)| u64::from(l.logic_length)).sum();
         let mut jobs: Vec<Job<'_>> = indices
             .iter()
             .zip(locs)
@@ -265,7 +300,6 @@ impl Store {
         let chunks = read_lock(&self.chunks);
         let dict = read_lock(&self.dict).clone();
         let run = |jobs: &mut [Job<'_>]| run_shard(&self.dir, &chunks, dict.as_deref(), jobs);
-        let total: u64 = lens.iter().sum();
         let shards =
             if total < PARALLEL_MIN_BYTES { 1 } else { rayon::current_num_threads().min(jobs.len()) };
         if shards <= 1 {

@@ -255,3 +255,16 @@ fn verify_lists_exactly_the_bad_records() {
     assert_eq!(bad, vec![5, 9], "{:?}", report.bad);
     assert_eq!(seen.last(), Some(&(200, 200)));
 }
+
+#[test]
+fn fixed_stride_gather_checks_every_record_length() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = new_store(tmp.path()); // records of 40, 60 and 1000 bytes
+    let mut dst = vec![0u8; 80];
+    assert!(matches!(store.gather_fixed(&[0, 1], &mut dst, 40), Err(Error::Corrupt { .. })));
+    assert!(matches!(store.gather_fixed(&[0], &mut dst, 40), Err(Error::BadArgument(_))), "size mismatch");
+    assert!(matches!(store.gather_fixed(&[0, 0], &mut dst, 0), Err(Error::BadArgument(_))));
+    store.gather_fixed(&[0, 0], &mut dst, 40).unwrap();
+    assert_eq!(dst, vec![1u8; 80]);
+    assert_unchanged(&store);
+}

@@ -1,0 +1,298 @@
+"""Converters: turn NumPy arrays or iterables of records into stores.
+
+Drop-in compatible with ``loaderx.converter`` of loaderx 0.9.11, with these guarantees on top:
+
+* Everything that can be checked up front is checked before the first byte is written: the
+  codec, the record size (1 byte .. 1 MiB), and, for a store that already has a schema, that
+  the new data has the same kind, dtype and item shape.
+* ``from_numpy`` streams the array in blocks of about ``chunk_bytes``, so a memory-mapped ``.npy``
+  is never read into memory at once. ``from_iterator`` buffers records up to ``chunk_bytes``.
+* A failure part-way (a bad record from an iterator, a full store) rolls the store back to its
+  length before the call: nothing half-written stays visible.
+* ``zstd_dict`` trains on byte views, so it works for every dtype.
+* Long conversions show a progress bar: tqdm when it is installed and stderr is a terminal.
+  ``progress=True`` or ``False`` forces it on or off.
+"""
+
+import os
+import sys
+from itertools import chain
+from pathlib import Path
+
+import msgpack
+import numpy as np
+
+from .zrecord import CODECS, FORMAT, MAX_RECORD_LEN, SCHEMA, Zrecord
+
+__all__ = ["from_numpy", "from_iterator"]
+
+DICT_MIN = 8 << 10
+DICT_MAX = 1 << 20
+DICT_MAX_SAMPLES = 8192
+WRITE_CHUNK_BYTES = 64 << 20
+
+
+class _Progress:
+    """A progress bar over a number of records: tqdm if available, else plain stderr lines."""
+
+    def __init__(self, enabled, total, desc):
+        if enabled is None:
+            enabled = sys.stderr.isatty()
+        self._bar = None
+        self._plain = False
+        self._done = 0
+        self._total = total
+        self._desc = desc
+        if not enabled:
+            return
+        try:
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(total=total, desc=desc, unit="rec", unit_scale=True, file=sys.stderr)
+        except ImportError:
+            self._plain = True
+
+    def update(self, n):
+        self._done += n
+        if self._bar is not None:
+            self._bar.update(n)
+        elif self._plain:
+            of = f"/{self._total}" if self._total else ""
+            print(f"{self._desc}: {self._done}{of} records", file=sys.stderr, flush=True)
+
+    def close(self):
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+def _check_codec(codec):
+    if codec not in CODECS:
+        raise ValueError(f"unknown codec {codec!r}, expected one of {sorted(CODECS)}")
+
+
+def _read_schema(path):
+    schema_path = path / SCHEMA
+    if not schema_path.is_file():
+        return None
+    return msgpack.unpackb(schema_path.read_bytes(), raw=False)
+
+
+def _key(schema):
+    return (schema.get("kind"), schema.get("dtype"), tuple(schema.get("item_shape", ()) or ()))
+
+
+def _check_existing(path, schema):
+    """Refuse, before writing anything, to add data of another kind, dtype or shape."""
+    existing = _read_schema(path)
+    if existing is None or schema is None:
+        return existing
+    if _key(existing) != _key(schema):
+        k, d, s = _key(existing)
+        nk, nd, ns = _key(schema)
+        raise ValueError(f"{path} holds a different store ({k} {d}{s}), cannot append {nk} {nd}{ns}")
+    return existing
+
+
+def _write_schema(path, schema, codec, existing):
+    schema.setdefault("format", FORMAT)
+    schema.setdefault("version", 1)
+    schema.setdefault("codec", codec)
+    if existing is not None:
+        existing.update(schema)
+        schema = existing
+    tmp = path / (SCHEMA + ".tmp")
+    tmp.write_bytes(msgpack.packb(schema, use_bin_type=True))
+    os.replace(tmp, path / SCHEMA)
+
+
+def _train_dict(store, src, offsets, dict_size):
+    """Train on up to 8192 evenly spaced records of the first packed batch (as bytes)."""
+    n = len(offsets)
+    sizes = np.empty(n, dtype=np.uint64)
+    sizes[:-1] = np.diff(offsets)
+    sizes[-1] = src.nbytes - int(offsets[-1])
+    picks = np.unique(np.linspace(0, n - 1, min(n, DICT_MAX_SAMPLES)).astype(np.int64))
+    sample = np.concatenate([src[int(offsets[i]) : int(offsets[i] + sizes[i])] for i in picks])
+    target = dict_size
+    if target is None:
+        target = min(DICT_MAX, max(DICT_MIN, int(sample.nbytes) // 100))
+    store.train_dict(sample, sizes[picks], target)
+
+
+class _Writer:
+    """Appends packed batches to a store; on failure rolls the store back to where it started."""
+
+    def __init__(self, path, codec, dict_size, progress):
+        self.path = path
+        self.created = not (path / "meta.zr").exists()
+        self.store = Zrecord(path, codec=codec)
+        self.start = len(self.store)
+        self.need_dict = codec == "zstd_dict" and not self.store.has_dict()
+        self.dict_size = dict_size
+        self.progress = progress
+        self.written = 0
+
+    def append(self, src, offsets):
+        if self.need_dict:
+            _train_dict(self.store, src, offsets, self.dict_size)
+            self.need_dict = False
+        self.store.append(src, offsets)
+        self.written += len(offsets)
+        self.progress.update(len(offsets))
+
+    def finish(self, ok):
+        try:
+            if not ok:
+                extra = len(self.store) - self.start
+                if extra > 0:
+                    self.store.delete(np.arange(self.start, self.start + extra, dtype=np.uint64))
+            self.store.sync()
+        finally:
+            self.store.close()
+            self.progress.close()
+        if not ok and self.created:
+            # The store did not exist before this call: leave no trace of it.
+            for f in self.path.iterdir():
+                if f.name in ("meta.zr", "meta.zr.tmp", "dict.zr", "dict.zr.tmp") or (
+                    f.suffix == ".zr" and f.stem.isdigit()
+                ):
+                    f.unlink()
+            try:
+                self.path.rmdir()
+            except OSError:
+                pass
+
+
+def from_numpy(path, array, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dict_size=None, schema=None, progress=None):
+    """Persist a stacked NumPy array as a dense store: one record per slice along axis 0.
+
+    A 1-D array (the usual label set) becomes a store of scalar records. Calling it again on
+    the same path appends, after checking that dtype and item shape match.
+
+    Args:
+        path (str | Path): Destination directory (created if missing).
+        array (np.ndarray): Samples stacked along axis 0; may be memory-mapped.
+        codec (str): ``"zstd"`` (default), ``"raw"`` or ``"zstd_dict"``.
+        chunk_bytes (int): Upper bound on the bytes submitted per append.
+        dict_size (int, optional): Dictionary size cap; by default 1% of the sample, clamped
+            to 8 KiB .. 1 MiB.
+        schema (dict, optional): Saved as ``schema.msgpack``; inferred when omitted.
+        progress (bool, optional): Force the progress bar on or off.
+
+    Returns:
+        int: Number of records written.
+    """
+    _check_codec(codec)
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy expects np.ndarray, got {type(array).__name__}")
+    if array.ndim < 1:
+        raise ValueError("array must have a sample axis")
+    if array.dtype.hasobject:
+        raise TypeError("object arrays cannot be stored; convert them to a fixed-size dtype")
+    if schema is None:
+        schema = {"kind": "dense", "dtype": array.dtype.str, "item_shape": [int(d) for d in array.shape[1:]]}
+    else:
+        schema = dict(schema)
+        schema["kind"] = "dense"
+    itemsize = int(np.prod(array.shape[1:], dtype=np.int64)) * array.dtype.itemsize
+    if itemsize > MAX_RECORD_LEN:
+        raise ValueError(f"sample of {itemsize} bytes exceeds the {MAX_RECORD_LEN} byte record limit")
+    if itemsize == 0:
+        raise ValueError("samples of 0 bytes cannot be stored (records are at least 1 byte)")
+    path = Path(path)
+    existing = _check_existing(path, schema) if path.is_dir() else None
+    step = max(1, int(chunk_bytes) // itemsize)
+    writer = _Writer(path, codec, dict_size, _Progress(progress, len(array), f"converting {path.name}"))
+    ok = False
+    try:
+        for start in range(0, len(array), step):
+            block = np.ascontiguousarray(array[start : start + step])
+            offsets = np.arange(len(block), dtype=np.uint64) * np.uint64(itemsize)
+            writer.append(block.reshape(-1).view(np.uint8), offsets)
+        ok = True
+    finally:
+        writer.finish(ok)
+    _write_schema(path, schema, codec, existing)
+    return len(array)
+
+
+def _record_bytes(record):
+    if isinstance(record, (bytes, bytearray, memoryview)):
+        return np.frombuffer(record, dtype=np.uint8), None
+    a = np.asarray(record)
+    if a.dtype.hasobject:
+        raise TypeError("object arrays cannot be stored; convert them to a fixed-size dtype")
+    return np.ascontiguousarray(a).reshape(-1).view(np.uint8), a
+
+
+def from_iterator(path, source, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dict_size=None, schema=None, progress=None):
+    """Persist an iterable of records as a ragged store.
+
+    ``source`` may be a list of arrays, a generator, a list of :class:`bytes`, or any other
+    iterable of array-like or bytes records. Array records must share their dtype and trailing
+    shape (the first one sets them); bytes records make a uint8 store. Records are packed into
+    appends of about ``chunk_bytes``.
+
+    Returns:
+        int: Number of records written.
+    """
+    _check_codec(codec)
+    if isinstance(source, (bytes, bytearray)):
+        source = [source]
+        inferred = None
+    else:
+        it = iter(source)
+        first = next(it, None)
+        source = [] if first is None else chain([first], it)
+        inferred = None
+        if first is not None:
+            _, a = _record_bytes(first)
+            if a is None:
+                inferred = {"kind": "ragged", "dtype": "|u1", "item_shape": []}
+            else:
+                shape = [int(d) for d in a.shape[1:]]
+                inferred = {"kind": "ragged", "dtype": a.dtype.str, "item_shape": shape}
+    if schema is None:
+        schema = inferred
+    else:
+        schema = dict(schema)
+        schema["kind"] = "ragged"
+    path = Path(path)
+    existing = _check_existing(path, schema) if path.is_dir() else None
+    total = getattr(source, "__len__", lambda: None)()
+    writer = _Writer(path, codec, dict_size, _Progress(progress, total, f"converting {path.name}"))
+    buf, sizes, acc = [], [], 0
+
+    def flush():
+        nonlocal buf, sizes, acc
+        offsets = np.zeros(len(sizes), dtype=np.uint64)
+        offsets[1:] = np.cumsum(sizes[:-1])
+        writer.append(np.concatenate(buf), offsets)
+        buf, sizes, acc = [], [], 0
+
+    ok = False
+    try:
+        for k, record in enumerate(source):
+            b, a = _record_bytes(record)
+            if a is not None and inferred is not None:
+                if a.dtype.str != inferred["dtype"] or [int(d) for d in a.shape[1:]] != inferred["item_shape"]:
+                    raise ValueError(
+                        f"record {k} is {a.dtype.str}{tuple(a.shape)}, but the store holds "
+                        f"{inferred['dtype']} rows of shape {tuple(inferred['item_shape'])}"
+                    )
+            if b.size == 0 or b.size > MAX_RECORD_LEN:
+                raise ValueError(f"record {k} of {b.size} bytes is outside the 1..{MAX_RECORD_LEN} byte record limit")
+            buf.append(b)
+            sizes.append(b.size)
+            acc += b.size
+            if acc >= chunk_bytes:
+                flush()
+        if buf:
+            flush()
+        ok = True
+    finally:
+        writer.finish(ok)
+    if schema is not None:
+        _write_schema(path, schema, codec, existing)
+    return writer.written

@@ -1,0 +1,179 @@
+"""Typed NumPy views over a store, one class per record shape.
+
+Drop-in compatible with ``loaderx.dataset`` of loaderx 0.9.11. A ``schema.msgpack`` in the store
+records the per-row dtype, ``item_shape`` and ``kind``:
+
+* :class:`DenseDataset`: every record is exactly one row of ``item_shape``. A read gathers at a
+  fixed stride straight into the array it returns, and a record of the wrong size is an error.
+  This is what :class:`loaderx.dataloader.DataLoader` reads.
+* :class:`RaggedDataset`: a record is ``(rows, *item_shape)``; a read returns a list of arrays.
+  :func:`pad` turns such a list into a dense batch.
+
+Indexing takes an int (negative counts from the end), a slice, a list or integer array, or a
+boolean mask, and out-of-range indices raise :class:`IndexError`. Datasets pickle by path and
+reopen their store after ``fork()``, so they work inside torch ``DataLoader`` workers.
+"""
+
+import operator
+import os
+from pathlib import Path
+
+import msgpack
+import numpy as np
+
+from .errors import CorruptStoreError, StoreIndexError
+from .zrecord import FORMAT, SCHEMA, Zrecord
+
+__all__ = ["DenseDataset", "RaggedDataset", "pad"]
+
+
+def pad(records, max_len=None, pad_value=0):
+    """Pad a list of ragged arrays into a dense ``(B, max_len, *tail)`` stack.
+
+    Returns ``(padded, lengths)``, where ``lengths`` is each record's row count. ``max_len``
+    defaults to the longest record; a record longer than an explicit ``max_len`` is an error,
+    never a silent truncation.
+    """
+    b = len(records)
+    if b == 0:
+        raise ValueError("pad needs at least one record")
+    records = [np.asarray(r) for r in records]
+    lengths = np.array([len(r) for r in records], dtype=np.int64)
+    longest = int(lengths.max())
+    ml = longest if max_len is None else int(max_len)
+    if longest > ml:
+        raise ValueError(f"a record has {longest} rows, over max_len={ml}")
+    first = records[0]
+    padded = np.full((b, ml, *first.shape[1:]), pad_value, dtype=first.dtype)
+    for i, r in enumerate(records):
+        padded[i, : len(r)] = r
+    return padded, lengths
+
+
+def _open_schema(path, kind):
+    """Read and check the schema of the store at ``path`` for ``kind``."""
+    schema_path = path / SCHEMA
+    if not schema_path.is_file():
+        raise FileNotFoundError(f"{schema_path} not found; {path} is not a loaderx dataset")
+    try:
+        schema = msgpack.unpackb(schema_path.read_bytes(), raw=False)
+    except Exception as e:
+        raise ValueError(f"{schema_path} is not a valid schema: {e}") from None
+    if not isinstance(schema, dict) or schema.get("format") != FORMAT:
+        raise ValueError(f"{schema_path} is not a {FORMAT} schema")
+    if schema.get("kind") != kind:
+        raise ValueError(f"{schema_path} is a {schema.get('kind')!r} store, not {kind!r}")
+    return schema
+
+
+class _Base:
+    """What both kinds share: the schema, the store handle and index parsing."""
+
+    _kind = None
+
+    def __init__(self, path):
+        self.path = Path(path)
+        schema = _open_schema(self.path, self._kind)
+        try:
+            self.dtype = np.dtype(schema["dtype"])
+            self.item_shape = tuple(int(d) for d in schema["item_shape"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"{self.path / SCHEMA}: bad dtype or item_shape ({e})") from None
+        self.codec = schema.get("codec", "zstd")
+        self.schema = schema
+        self._row_bytes = int(np.prod(self.item_shape, dtype=np.int64)) * self.dtype.itemsize
+        if self._row_bytes <= 0:
+            raise ValueError(f"{self.path / SCHEMA}: rows of {self._row_bytes} bytes")
+        self._store = Zrecord(self.path, codec=self.codec if self.codec in ("raw", "zstd", "zstd_dict") else "zstd")
+
+    def __len__(self):
+        return len(self._store)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({os.fspath(self.path)!r}, {len(self)} x {self.item_shape} {self.dtype})"
+
+    def __reduce__(self):
+        return (type(self), (os.fspath(self.path),))
+
+    def _idxs(self, idx):
+        """Any supported index as a contiguous uint64 array, bounds-checked."""
+        n = len(self)
+        if isinstance(idx, slice):
+            return np.arange(*idx.indices(n), dtype=np.uint64)
+        if isinstance(idx, (int, np.integer)):
+            idx = [operator.index(idx)]
+        a = np.asarray(idx)
+        if a.dtype == np.bool_:
+            if a.shape != (n,):
+                raise IndexError(f"boolean mask of shape {a.shape} does not match a dataset of {n} records")
+            return np.flatnonzero(a).astype(np.uint64)
+        if a.size == 0:
+            return np.empty(0, dtype=np.uint64)
+        if a.dtype.kind not in "iu":
+            raise TypeError(f"dataset indices must be integers, slices or boolean masks, got {a.dtype}")
+        if a.ndim != 1:
+            a = a.reshape(-1)
+        if a.dtype.kind == "i":
+            a = np.where(a < 0, a + n, a)
+            if (a < 0).any():
+                raise StoreIndexError(-3, f"index {int(a[a < 0][0]) - n} out of range for {n} records")
+        a = np.ascontiguousarray(a, dtype=np.uint64)
+        if a.size and int(a.max()) >= n:
+            raise StoreIndexError(-3, f"index {int(a.max())} out of range for {n} records")
+        return a
+
+    def __getitem__(self, idx):
+        if isinstance(idx, (int, np.integer)):
+            return self.__getitems__(idx)[0]
+        return self.__getitems__(idx)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        self.close()
+
+    def close(self):
+        store = getattr(self, "_store", None)
+        if store is not None:
+            store.close()
+            self._store = None
+
+
+class DenseDataset(_Base):
+    """Fixed-shape records: ``ds[idxs]`` is an array of shape ``(len(idxs), *item_shape)``,
+    ``ds[i]`` one sample of shape ``item_shape``."""
+
+    _kind = "dense"
+
+    def __getitems__(self, idxs):
+        idxs = self._idxs(idxs)
+        values = np.empty((idxs.size, *self.item_shape), dtype=self.dtype)
+        self._store._s.gather_fixed(idxs, values.reshape(-1).view(np.uint8), self._row_bytes)
+        return values
+
+
+class RaggedDataset(_Base):
+    """Variable-length records: ``ds[i]`` is one ``(rows, *item_shape)`` array, ``ds[idxs]``
+    a list of them (views into one gathered buffer)."""
+
+    _kind = "ragged"
+
+    def __getitems__(self, idxs):
+        idxs = self._idxs(idxs)
+        store = self._store
+        byte_lens = store.lengths(idxs).astype(np.int64)
+        bad = np.flatnonzero(byte_lens % self._row_bytes)
+        if bad.size:
+            i = int(idxs[bad[0]])
+            raise CorruptStoreError(
+                -7, f"record {i} is {int(byte_lens[bad[0]])} bytes, not a whole number of {self._row_bytes}-byte rows"
+            )
+        byte_off = np.zeros(idxs.size, dtype=np.uint64)
+        if idxs.size > 1:
+            np.cumsum(byte_lens[:-1], out=byte_off[1:].view(np.int64))
+        values = np.empty((int(byte_lens.sum()) // self._row_bytes, *self.item_shape), dtype=self.dtype)
+        store.gather(idxs, values.reshape(-1).view(np.uint8), byte_off)
+        row_splits = np.zeros(idxs.size + 1, dtype=np.int64)
+        np.cumsum(byte_lens // self._row_bytes, out=row_splits[1:])
+        return [values[row_splits[k] : row_splits[k + 1]] for k in range(idxs.size)]

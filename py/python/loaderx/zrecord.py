@@ -1,0 +1,195 @@
+"""Zrecord: an unordered, append-only store of byte records (the low-level layer).
+
+Drop-in compatible with ``loaderx.zrecord`` of loaderx 0.9.11. Every call that touches data
+releases the GIL and runs in the Rust engine; ``gather`` decodes straight into the caller's
+array. Types are the caller's business: see :mod:`loaderx.dataset` for typed views.
+
+A handle is safe to use from many threads. After ``fork()`` the child reopens the store on its
+first call, and a pickled handle is reopened by path.
+"""
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from . import _loaderx
+from .errors import BadArgumentError, StoreIndexError, ZrecordError
+
+__all__ = ["Zrecord", "ZrecordError", "CODECS", "SCHEMA", "FORMAT", "MAX_RECORD_LEN"]
+
+#: Compression tags, as stored in each table entry.
+CODECS = {"raw": 0, "zstd": 1, "zstd_dict": 2}
+#: The per-store schema file (written by the converters, read by the datasets).
+SCHEMA = "schema.msgpack"
+#: The ``format`` value a loaderx schema carries.
+FORMAT = "loaderx-zrecord"
+#: Largest record in bytes (records are 1 .. MAX_RECORD_LEN bytes).
+MAX_RECORD_LEN = _loaderx.MAX_RECORD_LEN
+
+
+def _codec_tag(codec):
+    try:
+        return CODECS[codec]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown codec {codec!r}, expected one of {sorted(CODECS)}") from None
+
+
+def _indices(idxs, length=None):
+    """Indices as a contiguous uint64 array. Negative values count from ``length`` when given;
+    anything still negative, or not an integer, is an error."""
+    a = np.asarray(idxs)
+    if a.ndim == 0:
+        a = a.reshape(1)
+    if a.size == 0:
+        return np.empty(0, dtype=np.uint64)
+    if a.dtype.kind == "u":
+        return np.ascontiguousarray(a.reshape(-1), dtype=np.uint64)
+    if a.dtype.kind != "i":
+        raise TypeError(f"indices must be integers, got dtype {a.dtype}")
+    a = a.reshape(-1).astype(np.int64, copy=False)
+    if length is not None and (a < 0).any():
+        a = np.where(a < 0, a + length, a)
+    if (a < 0).any():
+        bad = int(a[a < 0][0])
+        raise StoreIndexError(-3, f"index {bad} out of range for a store of {length} records")
+    return np.ascontiguousarray(a, dtype=np.uint64)
+
+
+def _bytes_view(array, name):
+    """A flat uint8 view of a C-contiguous array or bytes-like object (never a copy)."""
+    if isinstance(array, np.ndarray):
+        if not array.flags.c_contiguous:
+            raise ValueError(f"{name} must be C-contiguous")
+        return array.reshape(-1).view(np.uint8)
+    try:
+        view = memoryview(array)
+    except TypeError:
+        raise TypeError(f"{name} must be a numpy array or a bytes-like object, not {type(array).__name__}") from None
+    if not view.c_contiguous:
+        raise ValueError(f"{name} must be C-contiguous")
+    return np.frombuffer(view, dtype=np.uint8)
+
+
+class Zrecord:
+    """A store of byte records in a directory, created if it does not exist.
+
+    Args:
+        path (str | Path): Directory holding the store.
+        codec (str): Default compression for :meth:`append`: ``"raw"``, ``"zstd"`` or
+            ``"zstd_dict"`` (which needs a dictionary, see :meth:`train_dict`).
+    """
+
+    def __init__(self, path, codec="zstd"):
+        _codec_tag(codec)
+        self.codec = codec
+        self.path = Path(path)
+        self._store = _loaderx.Store(os.fspath(path), True)
+        self._pid = os.getpid()
+
+    @property
+    def _s(self):
+        store = self._store
+        if store is None:
+            raise ValueError("I/O operation on a closed Zrecord")
+        if self._pid != os.getpid():
+            # Forked: take a handle of our own instead of sharing the parent's.
+            store = self._store = _loaderx.Store(os.fspath(self.path), True)
+            self._pid = os.getpid()
+        return store
+
+    def __len__(self):
+        return len(self._s)
+
+    def __repr__(self):
+        state = "closed" if self._store is None else f"{len(self)} records"
+        return f"Zrecord({os.fspath(self.path)!r}, {state})"
+
+    def __reduce__(self):
+        return (type(self), (os.fspath(self.path), self.codec))
+
+    def sync(self):
+        """Make everything appended so far durable (data, then table, then header)."""
+        self._s.sync()
+
+    def lengths(self, idxs):
+        """Logical (decoded) size in bytes of each record, as uint32."""
+        return self._s.lengths(_indices(idxs, len(self)))
+
+    def gather(self, idxs, dst, offsets):
+        """Decode records ``idxs`` into ``dst`` (C-contiguous) at byte ``offsets``.
+
+        All indices, destination ranges and table entries are checked before anything is
+        written; ranges must not overlap.
+        """
+        store = self._s
+        idxs = _indices(idxs, len(store))
+        offsets = _indices(offsets)
+        if offsets.size != idxs.size:
+            raise BadArgumentError(-6, f"{idxs.size} indices but {offsets.size} offsets")
+        store.gather(idxs, _bytes_view(dst, "dst"), offsets)
+
+    def append(self, src, offsets, codec=None):
+        """Append the records packed in ``src``; record ``i`` starts at byte ``offsets[i]`` and
+        runs to the next offset (the last one to the end of ``src``).
+
+        All-or-nothing: on any error nothing is appended. Returns the index of the first new
+        record.
+        """
+        tag = _codec_tag(codec or self.codec)
+        return self._s.append(_bytes_view(src, "src"), _indices(offsets), tag)
+
+    def train_dict(self, samples, sizes, target):
+        """Train a zstd dictionary of at most ``target`` bytes on the packed ``samples`` (byte
+        lengths ``sizes``), store it as dict.zr and use it for ``zstd_dict`` records.
+
+        Any dtype works: samples are used as bytes. Refused when the store already holds
+        ``zstd_dict`` records, because replacing the dictionary would make them unreadable.
+        Returns the dictionary size.
+        """
+        if not isinstance(samples, np.ndarray):
+            samples = np.frombuffer(memoryview(samples), dtype=np.uint8)
+        samples = _bytes_view(np.ascontiguousarray(samples), "samples")
+        sizes = np.ascontiguousarray(sizes, dtype=np.uint64).reshape(-1)
+        return self._s.train_dict(samples, sizes, int(target))
+
+    def has_dict(self):
+        """True if the store has a zstd dictionary (dict.zr)."""
+        return self._s.has_dict()
+
+    def delete(self, idxs):
+        """Remove records, keeping the index space dense: each hole is filled with the current
+        last record (largest index first). Only the table changes; see :meth:`compact`.
+        Waits for running reads and appends, and blocks new ones while it runs."""
+        self._s.delete(_indices(idxs, len(self)))
+
+    def compact(self):
+        """Reclaim the bytes of deleted records, in place. Safe to interrupt: running it again
+        finishes the job. Takes exclusive access while it runs."""
+        self._s.compact()
+
+    def stats(self):
+        """``records``, ``live_bytes``, ``chunk_bytes`` and ``reclaimable`` (an upper bound on
+        what :meth:`compact` would free)."""
+        return self._s.stats()
+
+    def verify(self):
+        """Decode every record. Returns ``(checked, [(index, reason), ...])``."""
+        return self._s.verify()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        self.close()
+
+    def close(self):
+        """Release the store. Idempotent."""
+        store = getattr(self, "_store", None)
+        if store is not None:
+            self._store = None
+            if getattr(self, "_pid", None) == os.getpid():
+                store.close()
+
+    def __del__(self):
+        self.close()

@@ -1,0 +1,229 @@
+//! `loaderx._loaderx`: the private pyo3 module under the `loaderx` Python package.
+//!
+//! Each method converts its arguments, releases the GIL around anything that reads, writes or
+//! runs threads (`py.detach`), maps errors (see `error.rs`), and stops there. Logic lives in
+//! `loaderx-core` and `loaderx-native`; the Python API lives in the pure-Python package.
+
+mod error;
+mod threads;
+
+use std::sync::{Arc, Mutex, RwLock};
+
+use loaderx_core::format::{Codec, MAX_RECORD_LEN};
+use loaderx_core::sampler::{Mode, Sampler as CoreSampler};
+use loaderx_native::{OpenOptions, Store as NativeStore};
+use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray1};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::error::{closed, to_py};
+
+fn codec(tag: u8) -> PyResult<Codec> {
+    Codec::from_tag(tag).ok_or_else(|| PyValueError::new_err(format!("unknown codec tag {tag}")))
+}
+
+/// A record store handle. Thread-safe: every method may be called from any thread.
+#[pyclass(frozen, module = "loaderx._loaderx")]
+struct Store {
+    inner: RwLock<Option<Arc<NativeStore>>>,
+}
+
+impl Store {
+    fn get(&self) -> PyResult<Arc<NativeStore>> {
+        let guard = self.inner.read().unwrap_or_else(|e| e.into_inner());
+        guard.clone().ok_or_else(closed)
+    }
+}
+
+#[pymethods]
+impl Store {
+    #[new]
+    #[pyo3(signature = (path, create = true))]
+    fn new(py: Python<'_>, path: std::path::PathBuf, create: bool) -> PyResult<Self> {
+        let store = py.detach(|| NativeStore::open_with(&path, OpenOptions { create })).map_err(to_py)?;
+        Ok(Store { inner: RwLock::new(Some(Arc::new(store))) })
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        Ok(self.get()?.len() as usize)
+    }
+
+    /// Releases the files (the handle is unusable afterwards). Idempotent.
+    fn close(&self) {
+        self.inner.write().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.read().unwrap_or_else(|e| e.into_inner()).is_none()
+    }
+
+    fn sync(&self, py: Python<'_>) -> PyResult<()> {
+        let store = self.get()?;
+        py.detach(|| store.sync()).map_err(to_py)
+    }
+
+    fn lengths<'py>(
+        &self,
+        py: Python<'py>,
+        idxs: PyReadonlyArray1<'py, u64>,
+    ) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let store = self.get()?;
+        let idxs = idxs.as_slice()?;
+        let lens = py.detach(|| store.lengths(idxs)).map_err(to_py)?;
+        Ok(PyArray1::from_vec(py, lens))
+    }
+
+    /// Decodes records `idxs` into the byte array `dst` at byte `offsets`.
+    fn gather(
+        &self,
+        py: Python<'_>,
+        idxs: PyReadonlyArray1<'_, u64>,
+        mut dst: PyReadwriteArray1<'_, u8>,
+        offsets: PyReadonlyArray1<'_, u64>,
+    ) -> PyResult<()> {
+        let store = self.get()?;
+        let (idxs, offsets) = (idxs.as_slice()?, offsets.as_slice()?);
+        let dst = dst.as_slice_mut()?;
+        py.detach(|| threads::run(|| store.gather(idxs, dst, offsets))).map_err(to_py)
+    }
+
+    /// Decodes records `idxs`, each exactly `stride` bytes, back to back into `dst`.
+    fn gather_fixed(
+        &self,
+        py: Python<'_>,
+        idxs: PyReadonlyArray1<'_, u64>,
+        mut dst: PyReadwriteArray1<'_, u8>,
+        stride: u64,
+    ) -> PyResult<()> {
+        let store = self.get()?;
+        let idxs = idxs.as_slice()?;
+        let dst = dst.as_slice_mut()?;
+        py.detach(|| threads::run(|| store.gather_fixed(idxs, dst, stride))).map_err(to_py)
+    }
+
+    /// Appends the records packed in `src` (record k starts at `offsets[k]`); returns the first
+    /// new index.
+    fn append(
+        &self,
+        py: Python<'_>,
+        src: PyReadonlyArray1<'_, u8>,
+        offsets: PyReadonlyArray1<'_, u64>,
+        codec_tag: u8,
+    ) -> PyResult<u64> {
+        let store = self.get()?;
+        let codec = codec(codec_tag)?;
+        let (src, offsets) = (src.as_slice()?, offsets.as_slice()?);
+        py.detach(|| threads::run(|| store.append(src, offsets, codec))).map_err(to_py)
+    }
+
+    fn delete(&self, py: Python<'_>, idxs: PyReadonlyArray1<'_, u64>) -> PyResult<()> {
+        let store = self.get()?;
+        let idxs = idxs.as_slice()?;
+        py.detach(|| store.delete(idxs)).map_err(to_py)
+    }
+
+    fn compact(&self, py: Python<'_>) -> PyResult<()> {
+        let store = self.get()?;
+        py.detach(|| store.compact()).map_err(to_py)
+    }
+
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let store = self.get()?;
+        let s = py.detach(|| store.stats()).map_err(to_py)?;
+        let d = PyDict::new(py);
+        d.set_item("records", s.records)?;
+        d.set_item("live_bytes", s.live_bytes)?;
+        d.set_item("chunk_bytes", s.chunk_bytes)?;
+        d.set_item("reclaimable", s.reclaimable)?;
+        Ok(d)
+    }
+
+    fn train_dict(
+        &self,
+        py: Python<'_>,
+        samples: PyReadonlyArray1<'_, u8>,
+        sizes: PyReadonlyArray1<'_, u64>,
+        target: usize,
+    ) -> PyResult<usize> {
+        let store = self.get()?;
+        let samples = samples.as_slice()?;
+        let sizes: Vec<usize> = sizes.as_slice()?.iter().map(|&s| s as usize).collect();
+        py.detach(|| store.train_dict(samples, &sizes, target)).map_err(to_py)
+    }
+
+    fn has_dict(&self) -> PyResult<bool> {
+        Ok(self.get()?.has_dict())
+    }
+
+    /// Decodes every record; returns `(checked, [(index, reason), ...])`.
+    fn verify(&self, py: Python<'_>) -> PyResult<(u64, Vec<(u64, String)>)> {
+        let store = self.get()?;
+        let report = py.detach(|| store.verify(|_, _| {}));
+        Ok((report.checked, report.bad))
+    }
+}
+
+/// Batches of indices as a pure function of (length, batch_size, mode, seed, step).
+#[pyclass(frozen, module = "loaderx._loaderx")]
+struct Sampler {
+    inner: Mutex<CoreSampler>,
+}
+
+impl Sampler {
+    fn lock(&self) -> std::sync::MutexGuard<'_, CoreSampler> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[pymethods]
+impl Sampler {
+    #[new]
+    fn new(length: u64, batch_size: u64, mode: u8, seed: u64) -> PyResult<Self> {
+        let mode = Mode::try_from(mode).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let sampler = CoreSampler::new(length, batch_size, mode, seed)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(Sampler { inner: Mutex::new(sampler) })
+    }
+
+    /// The batch at the cursor; advances the cursor.
+    fn next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<u64>>> {
+        let mut sampler = self.lock();
+        let mut out = vec![0u64; sampler.batch_len()];
+        sampler.next_into(&mut out).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(PyArray1::from_vec(py, out))
+    }
+
+    /// The batch at `step`, without moving the cursor.
+    fn batch_at<'py>(&self, py: Python<'py>, step: u64) -> PyResult<Bound<'py, PyArray1<u64>>> {
+        let sampler = self.lock().clone();
+        let mut out = vec![0u64; sampler.batch_len()];
+        sampler.batch_at(step, &mut out).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(PyArray1::from_vec(py, out))
+    }
+
+    fn seek(&self, step: u64) {
+        self.lock().seek(step);
+    }
+
+    #[getter]
+    fn step(&self) -> u64 {
+        self.lock().step()
+    }
+
+    #[getter]
+    fn batch_len(&self) -> usize {
+        self.lock().batch_len()
+    }
+}
+
+#[pymodule(gil_used = false)]
+fn _loaderx(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Store>()?;
+    m.add_class::<Sampler>()?;
+    m.add("MAX_RECORD_LEN", MAX_RECORD_LEN)?;
+    m.add("MAX_RECORDS", loaderx_core::format::MAX_RECORDS)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
