@@ -203,7 +203,7 @@ impl<'d> Decoder<'d> {
                 if stored.len() != dst.len() {
                     return Err(CodecError::LengthMismatch { expected: dst.len(), actual: stored.len() });
                 }
-                dst.copy_from_slice(stored);
+                copy_record(dst, stored);
                 return Ok(());
             }
             Codec::Zstd => match &mut self.plain {
@@ -223,6 +223,27 @@ impl<'d> Decoder<'d> {
             return Err(CodecError::LengthMismatch { expected: dst.len(), actual: n });
         }
         Ok(())
+    }
+}
+
+/// Copies a raw record into place.
+///
+/// glibc copies large blocks with `rep movsb`, which on some CPUs (AMD Zen among them) runs about
+/// 2.5x slower when the destination sits a little past the source modulo 4 KiB, as a freshly
+/// allocated NumPy array (16 bytes past a page boundary) does against a page-aligned record.
+/// Copying in pieces below glibc's `rep movsb` threshold takes its vector loop instead, which has
+/// no such penalty; other alignments keep the single call.
+pub fn copy_record(dst: &mut [u8], src: &[u8]) {
+    const PIECE: usize = 2048;
+    let relative = (dst.as_ptr() as usize).wrapping_sub(src.as_ptr() as usize) % 4096;
+    if src.len() <= PIECE || relative == 0 || relative > 1024 {
+        dst.copy_from_slice(src);
+        return;
+    }
+    // Opaque to the optimiser, so the loop is not fused back into one large memcpy.
+    let piece = std::hint::black_box(PIECE);
+    for (d, s) in dst.chunks_mut(piece).zip(src.chunks(piece)) {
+        d.copy_from_slice(s);
     }
 }
 
@@ -332,6 +353,19 @@ mod tests {
         let dict = Dictionary::new(vec![1, 2, 3]);
         let mut dec = Decoder::new(Some(&dict));
         assert!(dec.decode_into(Codec::ZstdDict, &[0u8; 10], &mut [0u8; 10]).is_err());
+    }
+
+    #[test]
+    fn copy_record_copies_every_alignment() {
+        let src: Vec<u8> = (0..20_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let mut big = vec![0u8; 30_000];
+        for shift in [0usize, 1, 16, 100, 2048, 4095] {
+            for len in [1usize, 2048, 2049, 5000, 19_000] {
+                let dst = &mut big[shift..shift + len];
+                copy_record(dst, &src[..len]);
+                assert_eq!(dst, &src[..len], "shift {shift} len {len}");
+            }
+        }
     }
 
     #[test]

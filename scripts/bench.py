@@ -1,0 +1,414 @@
+#!/usr/bin/env python3
+"""loaderx benchmarks: sampler, store and loader, side by side in one run.
+
+    python scripts/bench.py [sampler|store|loader|all] [--quick] [--ref-python PATH] [--workdir DIR]
+
+Every row goes through the binding a client actually uses (Python calls, the GIL and NumPy
+allocation are inside the timings). The reference loaderx 0.9.11 runs in its own venv
+(``--ref-python``, default ``.venv-ref/bin/python`` when present) as a worker process that
+speaks JSON lines; its rounds are interleaved with ours, on the same data files and the same
+index batches. Peers (h5py, blosc2) get rows when they are importable. Each section prints the
+machine block first; figures are medians of several interleaved rounds.
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+BATCH = 256
+MiB = 1 << 20
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared by the main process and the reference worker: both sides run the same workloads.
+
+
+def time_sampler(Sampler, batch, iters, length=1_000_000):
+    s = Sampler(length, batch, 1, 7)
+    s.next()
+    t = time.perf_counter()
+    for _ in range(iters):
+        s.next()
+    return (time.perf_counter() - t) / iters
+
+
+def time_gather(ds, batches):
+    """Seconds per batch for each batch, through ``ds.__getitems__``."""
+    out = []
+    for idx in batches:
+        t = time.perf_counter()
+        ds.__getitems__(idx)
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def time_loader(DataLoader, DenseDataset, paths, batches, workers):
+    streams = {f"s{i}": DenseDataset(p) for i, p in enumerate(paths)}
+    loader = DataLoader(streams, num_workers=workers, batch_size=BATCH, prefetch_size=4, mode=1, seed=3)
+    it = iter(loader)
+    for _ in range(5):
+        next(it)
+    t = time.perf_counter()
+    for _ in range(batches):
+        next(it)
+    rate = batches / (time.perf_counter() - t)
+    loader.close()
+    return rate
+
+
+def worker_main():
+    """The reference side: run commands from stdin, answer JSON lines on stdout."""
+    from loaderx.converter import from_numpy
+    from loaderx.dataloader import DataLoader
+    from loaderx.dataset import DenseDataset
+    from loaderx.sampler import Sampler
+
+    datasets = {}
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        op = cmd["op"]
+        if op == "sampler":
+            res = time_sampler(Sampler, cmd["batch"], cmd["iters"])
+        elif op == "write":
+            arr = np.load(cmd["npy"], mmap_mode="r")
+            t = time.perf_counter()
+            from_numpy(cmd["store"], arr, codec=cmd["codec"])
+            res = time.perf_counter() - t
+        elif op == "gather":
+            ds = datasets.get(cmd["store"]) or datasets.setdefault(cmd["store"], DenseDataset(cmd["store"]))
+            res = time_gather(ds, np.load(cmd["batches"]))
+        elif op == "loader":
+            res = time_loader(DataLoader, DenseDataset, cmd["stores"], cmd["batches"], cmd["workers"])
+        else:
+            res = None
+        print(json.dumps({"result": res}), flush=True)
+
+
+class Reference:
+    """The reference loaderx 0.9.11 in its own venv, as a persistent worker process."""
+
+    def __init__(self, python):
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        self.proc = subprocess.Popen(
+            [python, str(Path(__file__).resolve()), "--worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=tempfile.gettempdir(),
+        )
+
+    def __call__(self, **cmd):
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the reference worker died")
+        return json.loads(line)["result"]
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(10)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def machine_block():
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = "?"
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split("MemTotal:")[1].split()[0])
+        mem = f"{kb / (1 << 20):.1f} GiB"
+    except (OSError, IndexError, ValueError):
+        pass
+    print("machine")
+    print(f"  CPU      {cpu}, {os.cpu_count()} logical cpus")
+    print(f"  memory   {mem}")
+    print(f"  OS       {platform.system()} {platform.release()}")
+    print(f"  python   {platform.python_version()}, numpy {np.__version__}")
+    print()
+
+
+def median(xs):
+    return float(np.median(np.asarray(xs, dtype=np.float64)))
+
+
+def row(cols, widths):
+    print("  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(cols, widths))))
+
+
+def mild_bytes(rng, shape):
+    """Random bytes with one in six forced to zero: zstd gets about 1.08x, like the product's data."""
+    a = rng.integers(0, 256, size=shape, dtype=np.uint8)
+    a[rng.random(shape) < 1 / 6] = 0
+    return a
+
+
+def disk_usage(path):
+    path = Path(path)
+    if path.is_file():
+        return path.stat().st_blocks * 512
+    total = 0
+    for p in path.rglob("*"):
+        if p.is_file():
+            total += p.stat().st_blocks * 512
+    return total
+
+
+def section_sampler(args, ref):
+    from loaderx.sampler import Sampler
+
+    print("== sampler: IID over 1M indices, seconds per batch (median of rounds) ==")
+    widths = [22, 6, 12, 10, 14]
+    row(["sampler", "batch", "per batch", "indices", "vs default_rng"], widths)
+    rounds = 3 if args.quick else 5
+    for batch in (256, 1024, 8192):
+        iters = max(200, 400_000 // batch) // (4 if args.quick else 1)
+        rng = np.random.default_rng(1)
+        cases = {
+            "numpy randint": lambda: np.random.randint(0, 1_000_000, batch),
+            "numpy default_rng": lambda: rng.integers(0, 1_000_000, batch),
+        }
+        times = {name: [] for name in [*cases, "loaderx", "reference 0.9.11"]}
+        for _ in range(rounds):
+            for name, fn in cases.items():
+                t = time.perf_counter()
+                for _ in range(iters):
+                    fn()
+                times[name].append((time.perf_counter() - t) / iters)
+            times["loaderx"].append(time_sampler(Sampler, batch, iters))
+            if ref:
+                times["reference 0.9.11"].append(ref(op="sampler", batch=batch, iters=iters))
+        base = median(times["numpy default_rng"])
+        for name, ts in times.items():
+            if not ts:
+                continue
+            t = median(ts)
+            row([name, batch, f"{t * 1e6:.2f} us", f"{batch / t / 1e6:.0f} M/s", f"{base / t:.2f}x"], widths)
+    print()
+
+
+def section_store(args, ref, work):
+    from loaderx.converter import from_numpy
+    from loaderx.dataset import DenseDataset
+
+    rounds = 3 if args.quick else 5
+    sizes = [((64, 64, 3), 4000 if args.quick else 20_000), ((128, 256, 4), 800 if args.quick else 4000)]
+    for shape, n in sizes:
+        rec = int(np.prod(shape))
+        print(f"== store: {rec >> 10} KiB records, {n} of them, batch {BATCH} ==")
+        rng = np.random.default_rng(0)
+        npy = work / f"data_{rec}.npy"
+        data = np.lib.format.open_memmap(npy, mode="w+", dtype=np.uint8, shape=(n, *shape))
+        for start in range(0, n, 1000):
+            data[start : start + 1000] = mild_bytes(rng, (min(1000, n - start), *shape))
+        data.flush()
+        del data
+        n_batches = 10 if args.quick else 20
+        rnd = np.stack([np.sort(rng.choice(n, BATCH, replace=False)) for _ in range(n_batches)]).astype(np.uint64)
+        starts = rng.integers(0, n - BATCH, n_batches)
+        seq = np.stack([np.arange(s, s + BATCH) for s in starts]).astype(np.uint64)
+        rnd_path, seq_path = work / f"rnd_{rec}.npy", work / f"seq_{rec}.npy"
+        np.save(rnd_path, rnd)
+        np.save(seq_path, seq)
+
+        rows = {}  # name -> dict(write=s, ds=dataset or None, path)
+        source = np.load(npy, mmap_mode="r")
+        for codec in ("raw", "zstd", "zstd_dict"):
+            path = work / f"ours_{codec}_{rec}"
+            shutil.rmtree(path, ignore_errors=True)
+            t = time.perf_counter()
+            from_numpy(path, source, codec=codec, progress=False)
+            rows[f"loaderx-{codec}"] = {"write": time.perf_counter() - t, "ds": DenseDataset(path), "path": path}
+        flat = np.load(npy, mmap_mode="r")
+        rows["npy-mmap"] = {"write": None, "ds": _NpyRows(flat), "path": npy}
+        if ref:
+            for codec in ("raw", "zstd"):
+                path = work / f"ref_{codec}_{rec}"
+                shutil.rmtree(path, ignore_errors=True)
+                w = ref(op="write", npy=str(npy), store=str(path), codec=codec)
+                rows[f"reference-{codec}"] = {"write": w, "ds": None, "path": path}
+        _add_h5py(rows, work, npy, rec)
+
+        total = n * rec
+        times = {name: {"rnd": [], "seq": []} for name in rows}
+        for name, r in rows.items():  # warm every path over the data once
+            _run(r, ref, seq_path, seq)
+        for _ in range(rounds):
+            for name, r in rows.items():
+                times[name]["rnd"] += _run(r, ref, rnd_path, rnd)
+                times[name]["seq"] += _run(r, ref, seq_path, seq)
+        widths = [18, 11, 12, 12, 10, 10, 7, 9, 9]
+        row(["store", "write", "gather rnd", "gather seq", "per batch", "on disk", "ratio", "vs npy", "vs ref"], widths)
+        batch_mib = BATCH * rec / MiB
+        npy_rate = batch_mib / median(times["npy-mmap"]["rnd"])
+        for name, r in rows.items():
+            t_rnd, t_seq = median(times[name]["rnd"]), median(times[name]["seq"])
+            rate = batch_mib / t_rnd
+            ref_name = "reference-" + ("zstd" if "zstd" in name else "raw")
+            vs_ref = ""
+            if ref_name in times and times[ref_name]["rnd"]:
+                vs_ref = f"{rate / (batch_mib / median(times[ref_name]['rnd'])):.2f}x"
+            disk = disk_usage(r["path"])
+            write = f"{total / MiB / r['write']:.0f} MiB/s" if r["write"] else "-"
+            row(
+                [
+                    name,
+                    write,
+                    f"{rate:.0f} MiB/s",
+                    f"{batch_mib / t_seq:.0f} MiB/s",
+                    f"{t_rnd * 1e3:.2f} ms",
+                    f"{disk / MiB:.0f} MiB",
+                    f"{total / max(disk, 1):.2f}x",
+                    f"{rate / npy_rate:.2f}x",
+                    vs_ref,
+                ],
+                widths,
+            )
+        print()
+        for r in rows.values():
+            if r["ds"] is not None and hasattr(r["ds"], "close"):
+                r["ds"].close()
+
+
+class _NpyRows:
+    """npy-mmap: NumPy fancy indexing on a memory-mapped .npy."""
+
+    def __init__(self, arr):
+        self.arr = arr
+
+    def __getitems__(self, idx):
+        return self.arr[idx]
+
+
+def _add_h5py(rows, work, npy, rec):
+    try:
+        import h5py
+    except ImportError:
+        return
+    path = work / f"h5_{rec}.h5"
+    src = np.load(npy, mmap_mode="r")
+    t = time.perf_counter()
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=src, chunks=(1, *src.shape[1:]))
+    f = h5py.File(path, "r")
+    rows["h5py"] = {"write": time.perf_counter() - t, "ds": _H5Rows(f["x"]), "path": path}
+
+
+class _H5Rows:
+    def __init__(self, dset):
+        self.dset = dset
+
+    def __getitems__(self, idx):
+        return self.dset[np.asarray(idx, dtype=np.int64)]
+
+
+def _run(r, ref, batches_path, batches):
+    if r["ds"] is not None:
+        return time_gather(r["ds"], batches)
+    return ref(op="gather", store=str(r["path"]), batches=str(batches_path))
+
+
+def section_loader(args, ref, work):
+    from loaderx.converter import from_numpy
+    from loaderx.dataloader import DataLoader
+    from loaderx.dataset import DenseDataset
+
+    n = 4000 if args.quick else 20_000
+    rounds = 3 if args.quick else 5
+    n_batches = 100 if args.quick else 300
+    print(f"== loader: 12 KiB records, {n} of them, batch {BATCH}, 4 workers, IID ==")
+    rng = np.random.default_rng(5)
+    npy = work / "loader.npy"
+    data = np.lib.format.open_memmap(npy, mode="w+", dtype=np.uint8, shape=(n, 64, 64, 3))
+    for start in range(0, n, 1000):
+        data[start : start + 1000] = mild_bytes(rng, (min(1000, n - start), 64, 64, 3))
+    data.flush()
+    labels = work / "labels.npy"
+    np.save(labels, rng.integers(0, 10, n).astype(np.int64))
+    stores = {}
+    for codec in ("raw", "zstd"):
+        for who in ("ours", "ref"):
+            paths = [work / f"loader_{who}_{codec}_img", work / f"loader_{who}_{codec}_lbl"]
+            for p in paths:
+                shutil.rmtree(p, ignore_errors=True)
+            if who == "ours":
+                from_numpy(paths[0], np.load(npy, mmap_mode="r"), codec=codec, progress=False)
+                from_numpy(paths[1], np.load(labels), codec=codec, progress=False)
+            elif ref:
+                ref(op="write", npy=str(npy), store=str(paths[0]), codec=codec)
+                ref(op="write", npy=str(labels), store=str(paths[1]), codec=codec)
+            else:
+                continue
+            stores[(who, codec)] = paths
+    times = {key: [] for key in stores}
+    for _ in range(rounds):
+        for (who, codec), paths in stores.items():
+            if who == "ours":
+                rate = time_loader(DataLoader, DenseDataset, paths, n_batches, 4)
+            else:
+                rate = ref(op="loader", stores=[str(p) for p in paths], batches=n_batches, workers=4)
+            times[(who, codec)].append(rate)
+    widths = [20, 11, 10, 12, 12, 8]
+    row(["loader", "batches/s", "per batch", "samples/s", "throughput", "vs ref"], widths)
+    mib = BATCH * (64 * 64 * 3 + 8) / MiB
+    for (who, codec), rates in times.items():
+        rate = median(rates)
+        ref_rate = median(times[("ref", codec)]) if ("ref", codec) in times else None
+        name = ("loaderx" if who == "ours" else "reference 0.9.11") + f"-{codec}"
+        vs = f"{rate / ref_rate:.2f}x" if ref_rate else ""
+        row([name, f"{rate:.1f}", f"{1e3 / rate:.2f} ms", f"{rate * BATCH:,.0f}", f"{rate * mib:.0f} MiB/s", vs], widths)
+    print()
+
+
+def main():
+    if "--worker" in sys.argv:
+        worker_main()
+        return
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("section", nargs="?", default="all", choices=["sampler", "store", "loader", "all"])
+    parser.add_argument("--quick", action="store_true", help="a small, fast run")
+    default_ref = ROOT / ".venv-ref" / "bin" / "python"
+    parser.add_argument("--ref-python", default=str(default_ref) if default_ref.exists() else None)
+    parser.add_argument("--workdir", default=None, help="where the data and stores go (default: a temp dir)")
+    args = parser.parse_args()
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="loaderx-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    ref = Reference(args.ref_python) if args.ref_python else None
+    try:
+        for name in ("sampler", "store", "loader"):
+            if args.section in (name, "all"):
+                machine_block()
+                if name == "sampler":
+                    section_sampler(args, ref)
+                elif name == "store":
+                    section_store(args, ref, work)
+                else:
+                    section_loader(args, ref, work)
+    finally:
+        if ref:
+            ref.close()
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
