@@ -1,27 +1,37 @@
 # One task runner: CI calls these same targets.
 CARGO ?= cargo
 JOBS  ?= 2
+PY    := $(CURDIR)/.venv/bin/python
 export LOADERX_REF_PYTHON := $(CURDIR)/.venv-ref/bin/python
 export LOADERX_REQUIRE_REF := 1
 
-.PHONY: demo test setup test-rust test-wasm-build lint bench crash fixtures-check
+.PHONY: demo test setup py-build test-rust test-py test-wheel test-wasm-build lint bench bench-py crash fixtures-check
 
-## The main job.
-demo: setup
+## The main job: train from the DataLoader, stream an image store, inspect it.
+demo: setup py-build
 	$(CARGO) build --release -j$(JOBS) -p loaderx-native
-	./target/release/loaderx info tests/fixtures/v3/u8img_zstd_dict/store
-	./target/release/loaderx verify tests/fixtures/v3/u8img_zstd_dict/store
-	$(CARGO) bench -j$(JOBS) -p loaderx-native --bench gather -- --quick
-	@echo "The Python demo (convert a dataset, train from the DataLoader) is coming with the Python package."
+	$(PY) scripts/demo.py --workdir demo-data
+	./target/release/loaderx info demo-data/images_64x64x3
 
 ## Every test suite, after installing what they need.
-test: setup lint test-rust test-wasm-build fixtures-check
+test: setup lint test-rust test-wasm-build py-build test-py test-wheel fixtures-check
 
 setup:
 	./scripts/setup.sh
 
+## Build the Python extension into .venv (incremental).
+py-build:
+	VIRTUAL_ENV=$(CURDIR)/.venv $(CURDIR)/.venv/bin/maturin develop --release -q -m py/Cargo.toml
+
 test-rust:
-	$(CARGO) test --workspace -j$(JOBS)
+	$(CARGO) test -j$(JOBS) -p loaderx-core -p loaderx-native
+
+test-py:
+	$(PY) -m pytest py/tests -q
+
+## `maturin build` makes a wheel that installs and works in a fresh venv.
+test-wheel:
+	./scripts/test_wheel.sh
 
 test-wasm-build:
 	$(CARGO) build -j$(JOBS) -p loaderx-core --target wasm32-unknown-unknown --release
@@ -35,6 +45,9 @@ crash:
 
 bench:
 	$(CARGO) bench -j$(JOBS) -p loaderx-native --bench gather
+
+bench-py: setup py-build
+	$(PY) scripts/bench.py all
 
 ## tests/fixtures/v3 is a copy of ../shared/fixtures/v3; check they still agree where both exist.
 fixtures-check:

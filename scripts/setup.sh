@@ -25,4 +25,11 @@ if ! .venv-ref/bin/python -c "import loaderx, numpy" 2>/dev/null; then
   python3 -m venv .venv-ref
   .venv-ref/bin/pip install -q loaderx==0.9.11 numpy msgpack cffi
 fi
+# The project's own venv: build tools, test and demo dependencies.
+if ! .venv/bin/python -c "import maturin, numpy, msgpack, pytest, tqdm, sklearn" 2>/dev/null; then
+  echo "setup: creating .venv (maturin, numpy, msgpack, pytest, tqdm, scikit-learn)"
+  python3 -m venv .venv
+  .venv/bin/pip install -q -U pip
+  .venv/bin/pip install -q maturin numpy msgpack pytest tqdm scikit-learn
+fi
 echo "setup: ok"
