@@ -11,9 +11,14 @@ index batches. Peers (h5py, blosc2) get rows when they are importable. Each sect
 machine block first; figures are medians of several interleaved rounds.
 """
 
+import os
+
+# numpy's OpenBLAS threads spin after BLAS calls and steal cores on small machines; no row here
+# uses BLAS, so pin it to one thread for every process (the reference worker inherits this).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import argparse
 import json
-import os
 import platform
 import shutil
 import subprocess
