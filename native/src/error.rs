@@ -39,7 +39,7 @@ pub enum Error {
     #[error("store is full: {0}")]
     Full(String),
     /// Another process holds the writer lock.
-    #[error("{0} is being written by another process (its writer lock is held)")]
+    #[error("{0} is being written by another handle or process (its writer lock is held)")]
     Locked(PathBuf),
     /// A zstd_dict append or read on a store without a dictionary, or a refused re-training.
     #[error("{0}")]

@@ -126,6 +126,8 @@ class _Writer:
     def __init__(self, path, codec, dict_size, progress):
         self.path = path
         self.created = not (path / "meta.zr").exists()
+        # Directories this call creates (the store and any missing parents), deepest first.
+        self.new_dirs = [d for d in (path, *path.parents) if not d.exists()]
         self.store = Zrecord(path, codec=codec)
         self.start = len(self.store)
         self.need_dict = codec == "zstd_dict" and not self.store.has_dict()
@@ -158,10 +160,11 @@ class _Writer:
                     f.suffix == ".zr" and f.stem.isdigit()
                 ):
                     f.unlink()
-            try:
-                self.path.rmdir()
-            except OSError:
-                pass
+            for d in self.new_dirs:
+                try:
+                    d.rmdir()
+                except OSError:
+                    break
 
 
 def from_numpy(path, array, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dict_size=None, schema=None, progress=None):

@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 import weakref
 
 from .sampler import Sampler
@@ -113,9 +114,11 @@ class _Pipeline:
             self._ready.clear()
             self._cond.notify_all()
         me = threading.current_thread()
+        # One deadline for all workers: N stuck workers must not cost N * JOIN_TIMEOUT.
+        deadline = time.monotonic() + JOIN_TIMEOUT
         for t in self._threads:
             if t is not me:
-                t.join(JOIN_TIMEOUT)
+                t.join(max(0.0, deadline - time.monotonic()))
 
 
 class DataLoader:

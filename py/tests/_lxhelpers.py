@@ -1,0 +1,223 @@
+"""Shared helpers for the loaderx Python test suite (imported by the test modules).
+
+Paths, the fixture manifest, subprocess runners for our interpreter and the reference's, a
+sparse-file-aware snapshot of a store directory, and deterministic record generators.
+"""
+
+import errno
+import hashlib
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parents[1]
+SCRIPTS = TESTS / "scripts"
+FIXTURES = REPO / "tests" / "fixtures" / "v3"
+MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
+STORES = {s["name"]: s for s in MANIFEST["stores"]}
+
+_VENV_PY = REPO / ".venv" / "bin" / "python"
+#: The interpreter our package is installed in (run as a subprocess for parity checks).
+OUR_PYTHON = str(_VENV_PY) if _VENV_PY.exists() else sys.executable
+
+REF_CANDIDATES = [REPO / ".venv-ref" / "bin" / "python", Path("/tmp/refvenv/bin/python")]
+
+
+def find_ref_python():
+    """The reference interpreter: $LOADERX_REF_PYTHON when set (None if it does not exist),
+    else the first known venv that exists; or None."""
+    env = os.environ.get("LOADERX_REF_PYTHON")
+    candidates = [Path(env)] if env else REF_CANDIDATES
+    for c in candidates:
+        if c.exists() and os.access(c, os.X_OK):
+            return str(c)
+    return None
+
+
+def clean_env(**extra):
+    """The environment for a child interpreter: no PYTHONPATH (so each venv sees only its own
+    loaderx), no inherited PYTHONHOME."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def run_python(python, args, cwd=None, timeout=120, check=True):
+    """Run ``python args...``; return the CompletedProcess. On failure, the assertion carries
+    the child's stderr."""
+    proc = subprocess.run(
+        [python, *map(str, args)],
+        cwd=cwd,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"{python} {' '.join(map(str, args))} exited with {proc.returncode}\n"
+            f"--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-8000:]}"
+        )
+    return proc
+
+
+def run_json(python, args, cwd=None, timeout=120):
+    """Run a script that prints one JSON document as its last stdout line; return it."""
+    proc = run_python(python, args, cwd=cwd, timeout=timeout)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    assert lines, f"no output from {args}; stderr:\n{proc.stderr[-4000:]}"
+    return json.loads(lines[-1])
+
+
+def run_code(python, code, cwd=None, timeout=60, check=True):
+    """Run a code string in a fresh interpreter."""
+    return run_python(python, ["-c", code], cwd=cwd, timeout=timeout, check=check)
+
+
+def copy_store(src, dst):
+    """Copy a store directory (e.g. a read-only fixture) and make the copy writable."""
+    shutil.copytree(src, dst)
+    for root, dirs, files in os.walk(dst):
+        for name in dirs + files:
+            p = os.path.join(root, name)
+            os.chmod(p, os.stat(p).st_mode | stat.S_IWUSR)
+    os.chmod(dst, os.stat(dst).st_mode | stat.S_IWUSR)
+    return Path(dst)
+
+
+def copy_fixture(name, dst):
+    return copy_store(FIXTURES / STORES[name]["store"], dst)
+
+
+def _data_regions(fd, size):
+    """(offset, length) of the data (non-hole) regions of a file."""
+    regions = []
+    off = 0
+    while off < size:
+        try:
+            start = os.lseek(fd, off, os.SEEK_DATA)
+        except OSError as e:
+            if e.errno == errno.ENXIO:
+                break
+            raise
+        end = os.lseek(fd, start, os.SEEK_HOLE)
+        regions.append((start, end - start))
+        off = end
+    return regions
+
+
+def file_digest(path):
+    """(apparent size, sha256 of every data region with its offset). Holes of sparse files are
+    skipped, so a 4 GiB chunk file costs only its written bytes."""
+    st = os.stat(path)
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        fd = f.fileno()
+        try:
+            regions = _data_regions(fd, st.st_size)
+        except OSError:
+            regions = [(0, st.st_size)]
+        for start, length in regions:
+            f.seek(start)
+            left = length
+            while left:
+                block = f.read(min(left, 1 << 20))
+                if not block:
+                    break
+                # Zero blocks inside a data region and holes read the same; hash content only
+                # where it is non-zero so allocation granularity does not matter.
+                if block.count(0) != len(block):
+                    h.update(start.to_bytes(8, "little") + (length - left).to_bytes(8, "little"))
+                    h.update(block)
+                left -= len(block)
+    return st.st_size, h.hexdigest()
+
+
+def snapshot(directory):
+    """Every file under ``directory`` (relative name -> (size, content digest)); None if the
+    directory does not exist."""
+    directory = Path(directory)
+    if not directory.exists():
+        return None
+    out = {}
+    for p in sorted(directory.rglob("*")):
+        if p.is_file():
+            out[str(p.relative_to(directory))] = file_digest(p)
+    return out
+
+
+def used_bytes_digest(store):
+    """sha256 of what a store really holds: the header plus the live table (16 + 16 * length
+    bytes of meta.zr) and, per chunk file, the bytes below its used end."""
+    store = Path(store)
+    with open(store / "meta.zr", "rb") as f:
+        header = f.read(16)
+        length = int.from_bytes(header[12:16], "little")
+        table = f.read(16 * length)
+    tail_chunk = int.from_bytes(header[6:8], "little")
+    tail_offset = int.from_bytes(header[8:12], "little")
+    h = hashlib.sha256(header + table)
+    for k in range(tail_chunk + 1):
+        with open(store / f"{k}.zr", "rb") as f:
+            h.update(f.read(tail_offset if k == tail_chunk else (1 << 32) - 1))
+    return h.hexdigest()
+
+
+def table_codecs(store):
+    """The compress tag of every live table entry, read straight from meta.zr (FORMAT.md §2)."""
+    with open(Path(store) / "meta.zr", "rb") as f:
+        header = f.read(16)
+        length = int.from_bytes(header[12:16], "little")
+        table = np.frombuffer(f.read(16 * length), dtype=np.uint8).reshape(length, 16)
+    return table[:, 14].copy()
+
+
+def record(i, size):
+    """Deterministic content of record ``i``: its index as 4 little-endian bytes, then a
+    pattern that depends on ``i`` (compressible, but different for every record)."""
+    body = (np.arange(size, dtype=np.int64) * (i % 13 + 1) // 5 + i * 7) % 251
+    out = body.astype(np.uint8)
+    out[:4] = np.frombuffer(int(i).to_bytes(4, "little"), dtype=np.uint8)[: min(4, size)]
+    return out
+
+
+def records(start, count, size):
+    return np.stack([record(i, size) for i in range(start, start + count)])
+
+
+def worker_threads():
+    """Live threads started by a DataLoader (their names start with ``loaderx-worker``)."""
+    return [t for t in threading.enumerate() if t.name.startswith("loaderx-worker") and t.is_alive()]
+
+
+def expected_path(name, key):
+    """Path of a fixture's expected/*.npy file (``values``, ``lengths``, ``row_splits``...)."""
+    return FIXTURES / STORES[name]["expected"][key]
+
+
+def spawn_read(blob):
+    """Runs in a spawned process: unpickle datasets, a store and a sampler, and read them."""
+    import pickle
+
+    objs = pickle.loads(blob)
+    ds, rs, z, sampler = objs["ds"], objs["rs"], objs["z"], objs["sampler"]
+    dst = np.zeros(int(z.lengths([10])[0]), dtype=np.uint8)
+    z.gather([10], dst, [0])
+    rag = rs[[0, -1]]
+    return {
+        "ds": ds[[3, -1, 0]],
+        "ds_len": len(ds),
+        "ds_dtype": str(ds.dtype),
+        "rs": [r.tolist() for r in rag],
+        "rs_dtype": str(rag[0].dtype),
+        "z": dst.tobytes(),
+        "sampler": [sampler.next() for _ in range(3)],
+    }
