@@ -47,8 +47,12 @@ def time_sampler(Sampler, batch, iters, length=1_000_000):
     return (time.perf_counter() - t) / iters
 
 
-def time_gather(ds, batches):
-    """Seconds per batch for each batch, through ``ds.__getitems__``."""
+def time_gather(ds, batches, warm=3):
+    """Seconds per batch for each batch, through ``ds.__getitems__``. The first ``warm`` batches
+    run untimed first: rows run one after another, and a row's threads (and the vCPUs under
+    them) have been idle while the other rows ran."""
+    for idx in batches[:warm]:
+        ds.__getitems__(idx)
     out = []
     for idx in batches:
         t = time.perf_counter()
@@ -254,6 +258,7 @@ def section_store(args, ref, work):
         _add_h5py(rows, work, npy, rec)
 
         total = n * rec
+        os.sync()  # let writeback of the fresh files finish before anything is timed
         times = {name: {"rnd": [], "seq": []} for name in rows}
         for name, r in rows.items():  # warm every path over the data once
             _run(r, ref, seq_path, seq)
@@ -364,6 +369,7 @@ def section_loader(args, ref, work):
             else:
                 continue
             stores[(who, codec)] = paths
+    os.sync()  # let writeback of the fresh files finish before anything is timed
     times = {key: [] for key in stores}
     for _ in range(rounds):
         for (who, codec), paths in stores.items():

@@ -21,6 +21,7 @@
 //! that tries to write is refused ([`Error::Locked`]); readers never lock.
 
 mod error;
+mod fanout;
 mod map;
 mod store;
 mod write;

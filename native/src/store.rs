@@ -17,7 +17,6 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
 use loaderx_core::codec::{Decoder, Dictionary};
 use loaderx_core::format::{self, Codec, Header, RecordLoc, HEADER_SIZE};
-use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::map::{ChunkMap, MetaMap};
@@ -27,6 +26,8 @@ use crate::write::Writer;
 pub(crate) const MAX_DICT_BYTES: u64 = 64 << 20;
 /// Below this many bytes a gather runs on the calling thread: the fan-out costs more than it saves.
 const PARALLEL_MIN_BYTES: u64 = 256 << 10;
+/// Blocks a parallel gather is cut into, per thread.
+const BLOCKS_PER_THREAD: usize = 4;
 
 /// What [`Store::verify`] found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -300,13 +301,14 @@ impl Store {
         let chunks = read_lock(&self.chunks);
         let dict = read_lock(&self.dict).clone();
         let run = |jobs: &mut [Job<'_>]| run_shard(&self.dir, &chunks, dict.as_deref(), jobs);
-        let shards =
-            if total < PARALLEL_MIN_BYTES { 1 } else { rayon::current_num_threads().min(jobs.len()) };
-        if shards <= 1 {
+        let threads = rayon::current_num_threads();
+        if total < PARALLEL_MIN_BYTES || threads < 2 || jobs.len() < 2 {
             return run(&mut jobs);
         }
-        let block = jobs.len().div_ceil(shards);
-        jobs.par_chunks_mut(block).try_for_each(run)
+        // Several blocks per thread, so a slow block does not leave the others idle; each block
+        // creates one zstd context.
+        let block = jobs.len().div_ceil(threads * BLOCKS_PER_THREAD);
+        crate::fanout::for_each_block(jobs.chunks_mut(block).collect(), threads - 1, run)
     }
 
     /// Decodes every record and checks its table entry, bounds and length. `progress` is called
