@@ -5,6 +5,7 @@
 //! `loaderx-core` and `loaderx-native`; the Python API lives in the pure-Python package.
 
 mod error;
+mod pool;
 mod threads;
 
 use std::sync::{Arc, Mutex, RwLock};
@@ -101,6 +102,25 @@ impl Store {
         let idxs = idxs.as_slice()?;
         let dst = dst.as_slice_mut()?;
         py.detach(|| threads::run(|| store.gather_fixed(idxs, dst, stride))).map_err(to_py)
+    }
+
+    /// Gathers records `idxs`, each exactly `stride` bytes, into a new uint8 array of
+    /// `len(idxs) * stride` bytes (its memory is recycled across batches of the same size).
+    fn gather_fixed_new<'py>(
+        &self,
+        py: Python<'py>,
+        idxs: PyReadonlyArray1<'py, u64>,
+        stride: u64,
+    ) -> PyResult<Bound<'py, PyArray1<u8>>> {
+        let store = self.get()?;
+        let idxs = idxs.as_slice()?;
+        let len = (idxs.len() as u64)
+            .checked_mul(stride)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| PyValueError::new_err("batch too large"))?;
+        let mut buffer = pool::take(len);
+        py.detach(|| threads::run(|| store.gather_fixed(idxs, &mut buffer, stride))).map_err(to_py)?;
+        pool::into_array(py, buffer)
     }
 
     /// Appends the records packed in `src` (record k starts at `offsets[k]`); returns the first

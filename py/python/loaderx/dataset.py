@@ -148,9 +148,8 @@ class DenseDataset(_Base):
 
     def __getitems__(self, idxs):
         idxs = self._idxs(idxs)
-        values = np.empty((idxs.size, *self.item_shape), dtype=self.dtype)
-        self._store._s.gather_fixed(idxs, values.reshape(-1).view(np.uint8), self._row_bytes)
-        return values
+        flat = self._store._s.gather_fixed_new(idxs, self._row_bytes)
+        return flat.view(self.dtype).reshape((idxs.size, *self.item_shape))
 
 
 class RaggedDataset(_Base):
