@@ -10,6 +10,7 @@
 //! * [`Encoder`] and [`Decoder`] own one zstd context each and are meant to be kept per thread
 //!   (or per shard) and reused across records. A [`Dictionary`] is immutable and shared.
 
+use std::cell::RefCell;
 use std::sync::OnceLock;
 
 use zstd::bulk::{Compressor, Decompressor};
@@ -176,10 +177,16 @@ fn compress_err(e: std::io::Error) -> CodecError {
     CodecError::Compress(e.to_string())
 }
 
-/// A reusable decompression context (one per thread or shard).
+thread_local! {
+    /// The plain zstd decompression context of this thread, reused by every [`Decoder`] on it,
+    /// so cutting a batch into many small blocks costs no context setup.
+    static PLAIN_DECOMPRESSOR: RefCell<Option<Decompressor<'static>>> = const { RefCell::new(None) };
+}
+
+/// A decompression context for one shard of work. Plain zstd uses the thread's context; a
+/// dictionary context is created on first use.
 pub struct Decoder<'d> {
     dict: Option<&'d Dictionary>,
-    plain: Option<Decompressor<'d>>,
     with_dict: Option<Decompressor<'d>>,
 }
 
@@ -192,7 +199,7 @@ impl std::fmt::Debug for Decoder<'_> {
 impl<'d> Decoder<'d> {
     /// A context for a store with, or without, a dictionary. zstd contexts are created on first use.
     pub fn new(dict: Option<&'d Dictionary>) -> Self {
-        Decoder { dict, plain: None, with_dict: None }
+        Decoder { dict, with_dict: None }
     }
 
     /// Decodes `stored` (as written with `codec`) into `dst`, whose length is the record's
@@ -206,10 +213,15 @@ impl<'d> Decoder<'d> {
                 copy_record(dst, stored);
                 return Ok(());
             }
-            Codec::Zstd => match &mut self.plain {
-                Some(c) => c,
-                slot => slot.insert(Decompressor::new().map_err(decode_err)?),
-            },
+            Codec::Zstd => {
+                return PLAIN_DECOMPRESSOR.with_borrow_mut(|slot| {
+                    let ctx = match slot {
+                        Some(c) => c,
+                        None => slot.insert(Decompressor::new().map_err(decode_err)?),
+                    };
+                    decompress_exact(ctx, stored, dst)
+                })
+            }
             Codec::ZstdDict => match &mut self.with_dict {
                 Some(c) => c,
                 slot => {
@@ -218,12 +230,17 @@ impl<'d> Decoder<'d> {
                 }
             },
         };
-        let n = ctx.decompress_to_buffer(stored, dst).map_err(decode_err)?;
-        if n != dst.len() {
-            return Err(CodecError::LengthMismatch { expected: dst.len(), actual: n });
-        }
-        Ok(())
+        decompress_exact(ctx, stored, dst)
     }
+}
+
+/// Decompresses into `dst`, which must come out exactly full.
+fn decompress_exact(ctx: &mut Decompressor<'_>, stored: &[u8], dst: &mut [u8]) -> Result<(), CodecError> {
+    let n = ctx.decompress_to_buffer(stored, dst).map_err(decode_err)?;
+    if n != dst.len() {
+        return Err(CodecError::LengthMismatch { expected: dst.len(), actual: n });
+    }
+    Ok(())
 }
 
 /// Copies a raw record into place.

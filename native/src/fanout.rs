@@ -13,7 +13,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Runs `f` on every block, on this thread and on up to `helpers` pool threads.
-pub(crate) fn for_each_block<T, E>(blocks: Vec<T>, helpers: usize, f: impl Fn(T) -> Result<(), E> + Sync) -> Result<(), E>
+pub(crate) fn for_each_block<T, E>(
+    blocks: Vec<T>,
+    helpers: usize,
+    f: impl Fn(T) -> Result<(), E> + Sync,
+) -> Result<(), E>
 where
     T: Send,
     E: Send,
@@ -64,7 +68,11 @@ mod tests {
         let ran = AtomicUsize::new(0);
         let result = for_each_block((0..1000).collect(), 0, |i: usize| {
             ran.fetch_add(1, Ordering::Relaxed);
-            if i == 3 { Err(i) } else { Ok(()) }
+            if i == 3 {
+                Err(i)
+            } else {
+                Ok(())
+            }
         });
         assert_eq!(result, Err(3));
         assert_eq!(ran.load(Ordering::Relaxed), 4, "no block starts after the error (single thread)");

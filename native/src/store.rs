@@ -27,7 +27,7 @@ pub(crate) const MAX_DICT_BYTES: u64 = 64 << 20;
 /// Below this many bytes a gather runs on the calling thread: the fan-out costs more than it saves.
 const PARALLEL_MIN_BYTES: u64 = 256 << 10;
 /// Blocks a parallel gather is cut into, per thread.
-const BLOCKS_PER_THREAD: usize = 4;
+const BLOCKS_PER_THREAD: usize = 16;
 
 /// What [`Store::verify`] found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -305,8 +305,8 @@ impl Store {
         if total < PARALLEL_MIN_BYTES || threads < 2 || jobs.len() < 2 {
             return run(&mut jobs);
         }
-        // Several blocks per thread, so a slow block does not leave the others idle; each block
-        // creates one zstd context.
+        // Many small blocks per thread, so the threads finish together: the last block is all
+        // one thread can be left alone with.
         let block = jobs.len().div_ceil(threads * BLOCKS_PER_THREAD);
         crate::fanout::for_each_block(jobs.chunks_mut(block).collect(), threads - 1, run)
     }

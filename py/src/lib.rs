@@ -119,7 +119,8 @@ impl Store {
             .and_then(|n| usize::try_from(n).ok())
             .ok_or_else(|| PyValueError::new_err("batch too large"))?;
         let mut buffer = pool::take(len);
-        py.detach(|| threads::run(|| store.gather_fixed(idxs, &mut buffer, stride))).map_err(to_py)?;
+        py.detach(|| threads::run(|| store.gather_fixed(idxs, buffer.as_mut_slice(), stride)))
+            .map_err(to_py)?;
         pool::into_array(py, buffer)
     }
 

@@ -5,6 +5,10 @@
 //! over, so a batch's memory goes back to a small pool when its array (and every view of it) is
 //! garbage-collected, and the next batch of that size reuses it, already faulted in.
 //!
+//! Buffers are page-aligned: a record copied from a page-aligned place in a chunk file then lands
+//! at the same offset within a page, which is the fastest case for `memcpy` (see
+//! `loaderx_core::codec::copy_record`).
+//!
 //! Invariants: a buffer is in the pool only while no array refers to it; the pool holds at most
 //! `MAX_BUFFERS` buffers and `MAX_BYTES` bytes; small buffers (which malloc already recycles) are
 //! not pooled. The pool is only ever `try_lock`ed, so a lock inherited mid-use across `fork()`
@@ -13,7 +17,7 @@
 
 use std::sync::Mutex;
 
-use numpy::ndarray::Array1;
+use numpy::ndarray::ArrayView1;
 use numpy::PyArray1;
 use pyo3::prelude::*;
 
@@ -21,27 +25,54 @@ const MIN_POOLED: usize = 1 << 20;
 const MAX_BUFFERS: usize = 8;
 const MAX_BYTES: usize = 512 << 20;
 
-static POOL: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+const PAGE: usize = 4096;
 
-/// A buffer of exactly `len` bytes, recycled when one is free. Its contents are unspecified.
-pub(crate) fn take(len: usize) -> Vec<u8> {
+/// `len` usable bytes starting at a page boundary inside `bytes`.
+pub(crate) struct Buffer {
+    bytes: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl Buffer {
+    fn new(len: usize) -> Buffer {
+        let bytes = vec![0u8; len + PAGE];
+        let start = bytes.as_ptr().align_offset(PAGE).min(PAGE);
+        Buffer { bytes, start, len }
+    }
+
+    /// The usable bytes.
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.bytes[self.start..self.start + self.len]
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[self.start..self.start + self.len]
+    }
+}
+
+static POOL: Mutex<Vec<Buffer>> = Mutex::new(Vec::new());
+
+/// A page-aligned buffer of exactly `len` bytes, recycled when one is free. Its contents are
+/// unspecified.
+pub(crate) fn take(len: usize) -> Buffer {
     if len >= MIN_POOLED {
         if let Ok(mut pool) = POOL.try_lock() {
-            if let Some(i) = pool.iter().position(|v| v.len() == len) {
+            if let Some(i) = pool.iter().position(|b| b.len == len) {
                 return pool.swap_remove(i);
             }
         }
     }
-    vec![0u8; len]
+    Buffer::new(len)
 }
 
-fn give(buffer: Vec<u8>) {
-    if buffer.len() < MIN_POOLED {
+fn give(buffer: Buffer) {
+    if buffer.len < MIN_POOLED {
         return;
     }
     if let Ok(mut pool) = POOL.try_lock() {
-        let held: usize = pool.iter().map(Vec::len).sum();
-        if pool.len() < MAX_BUFFERS && held + buffer.len() <= MAX_BYTES {
+        let held: usize = pool.iter().map(|b| b.len).sum();
+        if pool.len() < MAX_BUFFERS && held + buffer.len <= MAX_BYTES {
             pool.push(buffer);
         }
     }
@@ -50,22 +81,25 @@ fn give(buffer: Vec<u8>) {
 /// Owns the memory of an array handed to Python; returns it to the pool when Python drops it.
 #[pyclass(frozen, module = "loaderx._loaderx")]
 pub(crate) struct PooledBytes {
-    array: Array1<u8>,
+    buffer: Option<Buffer>,
 }
 
 impl Drop for PooledBytes {
     fn drop(&mut self) {
-        let (buffer, _) = std::mem::take(&mut self.array).into_raw_vec_and_offset();
-        give(buffer);
+        if let Some(buffer) = self.buffer.take() {
+            give(buffer);
+        }
     }
 }
 
 /// Wraps `buffer` as a 1-D uint8 NumPy array without copying.
-pub(crate) fn into_array(py: Python<'_>, buffer: Vec<u8>) -> PyResult<Bound<'_, PyArray1<u8>>> {
-    let owner = Bound::new(py, PooledBytes { array: Array1::from_vec(buffer) })?;
-    let array = &owner.get().array;
+pub(crate) fn into_array(py: Python<'_>, buffer: Buffer) -> PyResult<Bound<'_, PyArray1<u8>>> {
+    let owner = Bound::new(py, PooledBytes { buffer: Some(buffer) })?;
+    let bytes = owner.get().buffer.as_ref().map_or(&[][..], Buffer::as_slice);
+    let view = ArrayView1::from(bytes);
     // SAFETY: `owner` becomes the NumPy array's base object, so it lives as long as the array
-    // and any view of it. Its `array` is never modified or reallocated while it lives (the
-    // class is frozen and has no methods), so the memory the NumPy array points to stays valid.
-    Ok(unsafe { PyArray1::borrow_from_array(array, owner.clone().into_any()) })
+    // and any view of it. Its buffer is never modified, moved or reallocated while it lives (the
+    // class is frozen and has no methods; only `drop` takes the buffer), so the memory the NumPy
+    // array points to stays valid.
+    Ok(unsafe { PyArray1::borrow_from_array(&view, owner.clone().into_any()) })
 }
