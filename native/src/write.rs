@@ -245,7 +245,12 @@ impl Store {
         for id in header.tail_chunk..=tail.chunk {
             self.add_chunk(writer, id)?;
         }
-        self.write_runs(writer, src, &ranges, &places, &stored)?;
+        let files = &writer.chunk_files;
+        places.par_iter().zip(&stored).try_for_each(|(&(id, offset), (_, bytes))| {
+            let file = files.get(usize::from(id)).and_then(Option::as_ref);
+            let file = file.ok_or_else(|| Error::corrupt(chunk_path(&self.dir, id), "chunk file missing"))?;
+            file.write_all_at(bytes, u64::from(offset)).map_err(Error::io("write", chunk_path(&self.dir, id)))
+        })?;
         let meta = read_lock(&self.meta);
         for (k, (&(chunk_id, offset), (codec, bytes))) in places.iter().zip(&stored).enumerate() {
             let range = &ranges[k];
@@ -265,37 +270,6 @@ impl Store {
         meta.publish_length((length + places.len() as u64) as u32);
         writer.dirty.extend(places.iter().map(|&(id, _)| id));
         Ok(length)
-    }
-
-    /// Writes placed records with one `pwrite` per run of records that are contiguous in one
-    /// chunk (placement makes every chunk's share of an append one run). Parallel per-record
-    /// writes to one file only contend on its inode lock. A run of raw records is written straight
-    /// from `src`, where it is contiguous too.
-    fn write_runs(
-        &self,
-        writer: &Writer,
-        src: &[u8],
-        ranges: &[Range<usize>],
-        places: &[(u16, u32)],
-        stored: &[(Codec, &[u8])],
-    ) -> Result<()> {
-        let mut start = 0;
-        while start < places.len() {
-            let id = places[start].0;
-            let end = start + places[start..].iter().take_while(|(c, _)| *c == id).count();
-            let path = chunk_path(&self.dir, id);
-            let file = writer.chunk_files.get(usize::from(id)).and_then(Option::as_ref);
-            let file = file.ok_or_else(|| Error::corrupt(&path, "chunk file missing"))?;
-            let run = &stored[start..end];
-            let bytes: std::borrow::Cow<'_, [u8]> = if run.iter().all(|(c, _)| *c == Codec::Raw) {
-                src[ranges[start].start..ranges[end - 1].end].into()
-            } else {
-                run.iter().map(|(_, b)| *b).collect::<Vec<_>>().concat().into()
-            };
-            file.write_all_at(&bytes, u64::from(places[start].1)).map_err(Error::io("write", &path))?;
-            start = end;
-        }
-        Ok(())
     }
 
     /// Removes records, keeping the live index space dense: duplicates are dropped and the rest
