@@ -56,6 +56,10 @@ pub enum FormatError {
     /// A table entry is invalid on its own or against the chunk files.
     #[error("corrupt table entry {index} (meta.zr offset {meta_offset}): {reason}")]
     BadEntry { index: u64, meta_offset: u64, reason: String },
+    /// A table entry points outside its chunk file: the file is missing, or shorter than the
+    /// record needs.
+    #[error("table entry {index} (meta.zr offset {meta_offset}) points outside {chunk}.zr: {reason}")]
+    OutsideChunk { index: u64, meta_offset: u64, chunk: u16, reason: String },
 }
 
 /// Compression tag of one record.
@@ -248,13 +252,18 @@ impl RecordLoc {
         if self.end() > CHUNK_SIZE - 1 {
             return Err(bad("record runs past the usable chunk size".into()));
         }
+        let outside = |reason: String| FormatError::OutsideChunk {
+            index,
+            meta_offset: entry_offset(index),
+            chunk: self.chunk_id,
+            reason,
+        };
         match chunk_len(self.chunk_id) {
-            None => Err(bad(format!("chunk file {}.zr is missing", self.chunk_id))),
-            Some(len) if self.end() > len => Err(bad(format!(
-                "record at {}..{} runs past the end of {}.zr ({len} bytes)",
+            None => Err(outside("the file is missing".into())),
+            Some(len) if self.end() > len => Err(outside(format!(
+                "the record needs bytes {}..{} of a {len}-byte file",
                 self.offset,
-                self.end(),
-                self.chunk_id
+                self.end()
             ))),
             Some(_) => Ok(codec),
         }

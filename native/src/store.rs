@@ -214,17 +214,17 @@ impl Store {
                         format!("entry {index} lies past the end of the file"),
                     )
                 })?;
-                let codec = loc.validate(index, chunk_len).map_err(|e| self.entry_error(&loc, e))?;
+                let codec = loc.validate(index, chunk_len).map_err(|e| self.entry_error(e))?;
                 Ok((loc, codec))
             })
             .collect()
     }
 
-    fn entry_error(&self, loc: &RecordLoc, e: format::FormatError) -> Error {
-        let missing_or_short =
-            matches!(&e, format::FormatError::BadEntry { reason, .. } if reason.contains(".zr"));
-        let file =
-            if missing_or_short { chunk_path(&self.dir, loc.chunk_id) } else { self.dir.join("meta.zr") };
+    fn entry_error(&self, e: format::FormatError) -> Error {
+        let file = match &e {
+            format::FormatError::OutsideChunk { chunk, .. } => chunk_path(&self.dir, *chunk),
+            _ => self.dir.join("meta.zr"),
+        };
         Error::corrupt(file, e)
     }
 
