@@ -90,20 +90,6 @@ impl Store {
         py.detach(|| threads::run(|| store.gather(idxs, dst, offsets))).map_err(to_py)
     }
 
-    /// Decodes records `idxs`, each exactly `stride` bytes, back to back into `dst`.
-    fn gather_fixed(
-        &self,
-        py: Python<'_>,
-        idxs: PyReadonlyArray1<'_, u64>,
-        mut dst: PyReadwriteArray1<'_, u8>,
-        stride: u64,
-    ) -> PyResult<()> {
-        let store = self.get()?;
-        let idxs = idxs.as_slice()?;
-        let dst = dst.as_slice_mut()?;
-        py.detach(|| threads::run(|| store.gather_fixed(idxs, dst, stride))).map_err(to_py)
-    }
-
     /// Gathers records `idxs`, each exactly `stride` bytes, into a new uint8 array of
     /// `len(idxs) * stride` bytes (its memory is recycled across batches of the same size).
     fn gather_fixed_new<'py>(
