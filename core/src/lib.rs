@@ -9,5 +9,8 @@ pub mod codec;
 pub mod dtype;
 pub mod format;
 pub mod plan;
+pub mod read;
 pub mod sampler;
 pub mod schema;
+pub mod stats;
+pub mod view;

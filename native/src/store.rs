@@ -45,18 +45,7 @@ pub struct OpenOptions {
     pub create: bool,
 }
 
-/// Storage usage, as `Zrecord.stats()` reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stats {
-    /// Live records.
-    pub records: u64,
-    /// Stored bytes of the live records.
-    pub live_bytes: u64,
-    /// `tail_chunk · 2^32 + tail_offset`: how far the chunk files have grown.
-    pub chunk_bytes: u64,
-    /// `chunk_bytes − live_bytes`: an upper bound on what `compact` frees.
-    pub reclaimable: u64,
-}
+pub use loaderx_core::stats::Stats;
 
 /// A read-only view of one chunk file.
 #[derive(Debug)]
@@ -342,23 +331,13 @@ impl Store {
         let _gate = read_lock(&self.gate);
         let meta = read_lock(&self.meta);
         let header = meta.header();
-        let mut live_bytes = 0u64;
-        for index in 0..u64::from(header.length) {
-            let loc = meta.entry(index).ok_or_else(|| {
-                Error::corrupt(
-                    self.dir.join("meta.zr"),
-                    format!("entry {index} lies past the end of the file"),
-                )
-            })?;
-            live_bytes += u64::from(loc.phys_length);
-        }
-        let chunk_bytes = header.chunk_bytes();
-        Ok(Stats {
-            records: u64::from(header.length),
-            live_bytes,
-            chunk_bytes,
-            reclaimable: chunk_bytes.saturating_sub(live_bytes),
-        })
+        let entries = (0..u64::from(header.length)).map(|index| {
+            meta.entry(index).ok_or_else(|| {
+                Error::corrupt(self.dir.join("meta.zr"), format!("entry {index} lies past the end of the file"))
+            })
+        });
+        let entries = entries.collect::<Result<Vec<_>>>()?;
+        Ok(Stats::from_entries(&header, entries))
     }
 }
 

@@ -1,0 +1,445 @@
+//! Reading a store through ranged reads: the pure half of a reader whose I/O is asynchronous or
+//! remote (wasm in Node and browsers, over files, blobs or HTTP).
+//!
+//! The front end owns the I/O; this module decides what to read and turns the bytes into
+//! records:
+//! 1. [`TableCache::missing`] names the `meta.zr` byte ranges a call needs that are not cached
+//!    yet (whole [`TABLE_PAGE`]s, coalesced). The front end reads them and hands each to
+//!    [`TableCache::insert`].
+//! 2. [`plan_gather`] checks every entry against the format rules and the chunk sizes, then
+//!    coalesces the records into [`ReadRange`]s of chunk bytes.
+//! 3. The front end reads the ranges; [`decode_slot`] decodes each record from its range into
+//!    its own slice of the output ([`split_outputs`]), so slots can run on any number of threads.
+//!
+//! Invariants:
+//! * Nothing is read past `16 + 16·length` of `meta.zr`, and only the chunk bytes of the records
+//!   asked for (plus gaps of at most `max_gap` bytes between them, when that saves a read).
+//! * Every table entry is validated before it is used; every range the front end returns may be
+//!   short (a trimmed or truncated file), and a record whose bytes are not all there is an
+//!   [`ReadError::Short`] error, never a partial record.
+//! * No size read from a file is allocated before it is checked against the format's limits.
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use crate::codec::{CodecError, Decoder};
+use crate::format::{entry_offset, table_end, Codec, FormatError, RecordLoc, ENTRY_SIZE};
+use crate::view::ElementView;
+
+/// Bytes of `meta.zr` per cached table page: 256 entries. Pages start at multiples of this
+/// size, and since entries start at multiples of 16, no entry straddles two pages.
+pub const TABLE_PAGE: u64 = 4096;
+
+/// Largest coalesced read. A record (at most 1 MiB stored) is never split, so a range holding a
+/// single record may be larger than this.
+pub const MAX_RANGE: u64 = 8 << 20;
+
+/// Errors from ranged reading.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// An entry or the header breaks the format rules.
+    #[error(transparent)]
+    Format(#[from] FormatError),
+    /// An index is not below the store's length.
+    #[error("index {index} out of range for a store of {length} records")]
+    Index { index: u64, length: u64 },
+    /// A stored record failed to decode.
+    #[error("record {index}: {source}")]
+    Decode { index: u64, source: CodecError },
+    /// A read returned fewer bytes than the record needs: the file ends early.
+    #[error("record {index} needs bytes {start}..{end} of {chunk}.zr, but the file ends at {available}")]
+    Short { index: u64, chunk: u16, start: u64, end: u64, available: u64 },
+    /// A table read came back shorter than the table the header promises.
+    #[error("meta.zr ends at byte {available}, inside the table (which needs {needed} bytes)")]
+    ShortTable { available: u64, needed: u64 },
+    /// A dense record's length is not the schema's item size, or a ragged record is not a whole
+    /// number of elements.
+    #[error("record {index} is {len} bytes, which does not fit the schema ({why})")]
+    Shape { index: u64, len: u64, why: String },
+    /// The decoded batch would exceed the caller's memory cap.
+    #[error("batch of {bytes} decoded bytes exceeds the {cap}-byte limit; ask for fewer records")]
+    TooLarge { bytes: u64, cap: u64 },
+}
+
+impl ReadError {
+    /// The record this error is about, if it is about one.
+    pub fn index(&self) -> Option<u64> {
+        match self {
+            ReadError::Format(FormatError::BadEntry { index, .. } | FormatError::OutsideChunk { index, .. })
+            | ReadError::Decode { index, .. }
+            | ReadError::Short { index, .. }
+            | ReadError::Shape { index, .. } => Some(*index),
+            _ => None,
+        }
+    }
+}
+
+/// Cached pages of the live table.
+#[derive(Debug, Default)]
+pub struct TableCache {
+    /// `16 + 16·length`: the end of the live table in `meta.zr`.
+    end: u64,
+    pages: HashMap<u64, Box<[u8]>>,
+}
+
+impl TableCache {
+    /// An empty cache for a store of `length` records.
+    pub fn new(length: u64) -> Self {
+        TableCache { end: table_end(length), pages: HashMap::new() }
+    }
+
+    fn page_range(&self, page: u64) -> Range<u64> {
+        page * TABLE_PAGE..((page + 1) * TABLE_PAGE).min(self.end)
+    }
+
+    /// The `meta.zr` byte ranges holding the entries of `indices` that are not cached, as whole
+    /// pages, sorted and coalesced. Indices must already be checked against the length.
+    pub fn missing(&self, indices: impl IntoIterator<Item = u64>) -> Vec<Range<u64>> {
+        let mut pages: Vec<u64> = indices
+            .into_iter()
+            .map(|i| entry_offset(i) / TABLE_PAGE)
+            .filter(|p| !self.pages.contains_key(p))
+            .collect();
+        pages.sort_unstable();
+        pages.dedup();
+        let mut out: Vec<Range<u64>> = Vec::new();
+        for page in pages {
+            let r = self.page_range(page);
+            match out.last_mut() {
+                Some(last) if last.end == r.start && r.end - last.start <= MAX_RANGE => last.end = r.end,
+                _ => out.push(r),
+            }
+        }
+        out
+    }
+
+    /// Stores `bytes` read from `meta.zr` at `start` (a multiple of [`TABLE_PAGE`]). Every page
+    /// the bytes cover must be complete; a read cut short by the end of the file is an error.
+    pub fn insert(&mut self, start: u64, bytes: &[u8]) -> Result<(), ReadError> {
+        let mut page = start / TABLE_PAGE;
+        let mut rest = bytes;
+        while !rest.is_empty() && page * TABLE_PAGE < self.end {
+            let want = self.page_range(page);
+            let len = (want.end - want.start) as usize;
+            let Some(chunk) = rest.get(..len) else {
+                return Err(ReadError::ShortTable { available: start + bytes.len() as u64, needed: self.end });
+            };
+            if start % TABLE_PAGE == 0 {
+                self.pages.insert(page, chunk.into());
+            }
+            rest = &rest[len..];
+            page += 1;
+        }
+        Ok(())
+    }
+
+    /// The entry of a checked index, if its page is cached.
+    pub fn entry(&self, index: u64) -> Option<RecordLoc> {
+        let at = entry_offset(index);
+        let page = self.pages.get(&(at / TABLE_PAGE))?;
+        let off = (at % TABLE_PAGE) as usize;
+        RecordLoc::read(page.get(off..off + ENTRY_SIZE as usize)?)
+    }
+
+    /// Bytes held.
+    pub fn cached_bytes(&self) -> usize {
+        self.pages.values().map(|p| p.len()).sum()
+    }
+
+    /// Drops every cached page.
+    pub fn clear(&mut self) {
+        self.pages.clear();
+    }
+}
+
+/// Checks indices (as JavaScript numbers) against the length.
+pub fn check_indices(indices: &[f64], length: u64) -> Result<Vec<u64>, ReadError> {
+    indices
+        .iter()
+        .map(|&x| {
+            let ok = x >= 0.0 && x.fract() == 0.0 && x < length as f64;
+            // Out-of-range values are reported clamped into u64 (NaN as u64::MAX).
+            let shown = if x.is_nan() { u64::MAX } else { x as u64 };
+            if ok {
+                Ok(x as u64)
+            } else {
+                Err(ReadError::Index { index: shown, length })
+            }
+        })
+        .collect()
+}
+
+/// A run of chunk bytes to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadRange {
+    pub chunk: u16,
+    pub start: u64,
+    pub end: u64,
+}
+
+/// One requested record: where its bytes sit in the ranges and where its output goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    /// Store index.
+    pub index: u64,
+    /// Index into [`GatherPlan::ranges`].
+    pub range: usize,
+    /// Offset of the record's bytes within that range.
+    pub at: u64,
+    /// Stored bytes.
+    pub stored: u32,
+    /// Decoded bytes.
+    pub logic: u32,
+    pub codec: Codec,
+    /// Output bytes (after the element conversion).
+    pub out: u64,
+}
+
+/// What to read for a batch and how to decode it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GatherPlan {
+    /// Chunk ranges, sorted by `(chunk, start)`, not overlapping.
+    pub ranges: Vec<ReadRange>,
+    /// The good records, in request order.
+    pub slots: Vec<Slot>,
+    /// Records left out in lenient mode, with the reason.
+    pub bad: Vec<(u64, ReadError)>,
+}
+
+/// What a plan checks records against.
+#[derive(Debug, Clone, Copy)]
+pub struct PlanRules<'a> {
+    /// Size of each chunk file by id; `None` when the file does not exist.
+    pub chunk_lens: &'a [Option<u64>],
+    /// The schema's item size for dense stores (every record must have it).
+    pub dense_item: Option<u64>,
+    /// The element view, if records are converted to typed elements.
+    pub view: Option<ElementView>,
+    /// Merge neighbouring records whose gap is at most this many bytes.
+    pub max_gap: u64,
+    /// Largest total output in bytes.
+    pub max_out: u64,
+}
+
+impl PlanRules<'_> {
+    fn check(&self, index: u64, loc: &RecordLoc) -> Result<Codec, ReadError> {
+        let codec = loc.validate(index, |c| self.chunk_lens.get(usize::from(c)).copied().flatten())?;
+        let len = u64::from(loc.logic_length);
+        if let Some(item) = self.dense_item.filter(|&item| item != len) {
+            return Err(ReadError::Shape { index, len, why: format!("a dense item is {item} bytes") });
+        }
+        if let Some(view) = self.view.filter(|v| !v.fits(len as usize)) {
+            let why = format!("not a whole number of {}-byte elements", view.itemsize);
+            return Err(ReadError::Shape { index, len, why });
+        }
+        Ok(codec)
+    }
+}
+
+/// Plans a gather of `entries` (index and entry, in request order).
+///
+/// Strict mode fails on the first bad entry; lenient mode (for verification) moves bad records
+/// to [`GatherPlan::bad`] and plans the rest.
+pub fn plan_gather(
+    entries: &[(u64, RecordLoc)],
+    rules: &PlanRules<'_>,
+    lenient: bool,
+) -> Result<GatherPlan, ReadError> {
+    let mut plan = GatherPlan::default();
+    let mut good: Vec<(u64, RecordLoc, Codec)> = Vec::with_capacity(entries.len());
+    let mut total_out = 0u64;
+    for &(index, loc) in entries {
+        match rules.check(index, &loc) {
+            Ok(codec) => {
+                let logic = u64::from(loc.logic_length);
+                total_out += rules.view.map_or(logic, |v| v.out_len(logic as usize) as u64);
+                good.push((index, loc, codec));
+            }
+            Err(e) if lenient => plan.bad.push((index, e)),
+            Err(e) => return Err(e),
+        }
+    }
+    if total_out > rules.max_out {
+        return Err(ReadError::TooLarge { bytes: total_out, cap: rules.max_out });
+    }
+    // Coalesce in physical order, then map each record back to its range.
+    let mut order: Vec<usize> = (0..good.len()).collect();
+    order.sort_unstable_by_key(|&k| (good[k].1.chunk_id, good[k].1.offset));
+    let mut range_of = vec![0usize; good.len()];
+    for &k in &order {
+        let loc = good[k].1;
+        let (start, end) = (u64::from(loc.offset), loc.end());
+        match plan.ranges.last_mut() {
+            Some(r)
+                if r.chunk == loc.chunk_id
+                    && start <= r.end.saturating_add(rules.max_gap)
+                    && end.max(r.end) - r.start <= MAX_RANGE =>
+            {
+                r.end = r.end.max(end);
+            }
+            _ => plan.ranges.push(ReadRange { chunk: loc.chunk_id, start, end }),
+        }
+        range_of[k] = plan.ranges.len() - 1;
+    }
+    plan.slots = good
+        .iter()
+        .zip(range_of)
+        .map(|(&(index, loc, codec), range)| {
+            let logic = loc.logic_length;
+            Slot {
+                index,
+                range,
+                at: u64::from(loc.offset) - plan.ranges[range].start,
+                stored: loc.stored_len() as u32,
+                logic,
+                codec,
+                out: rules.view.map_or(u64::from(logic), |v| v.out_len(logic as usize) as u64),
+            }
+        })
+        .collect();
+    Ok(plan)
+}
+
+/// Cuts `out` into one slice per slot, in slot order. `out` must be at least the sum of the
+/// slots' output sizes.
+pub fn split_outputs<'o>(slots: &[Slot], mut out: &'o mut [u8]) -> Vec<&'o mut [u8]> {
+    slots
+        .iter()
+        .map(|s| {
+            let rest = std::mem::take(&mut out);
+            let (head, tail) = rest.split_at_mut((s.out as usize).min(rest.len()));
+            out = tail;
+            head
+        })
+        .collect()
+}
+
+/// Decodes one slot from the bytes read for its range (`data`, possibly short) into `dst`
+/// (`slot.out` bytes), converting elements when a view is given.
+pub fn decode_slot(
+    slot: &Slot,
+    range: &ReadRange,
+    data: &[u8],
+    decoder: &mut Decoder<'_>,
+    view: Option<&ElementView>,
+    dst: &mut [u8],
+) -> Result<(), ReadError> {
+    let end = slot.at + u64::from(slot.stored);
+    let stored = data.get(slot.at as usize..end as usize).ok_or(ReadError::Short {
+        index: slot.index,
+        chunk: range.chunk,
+        start: range.start + slot.at,
+        end: range.start + end,
+        available: range.start + data.len() as u64,
+    })?;
+    let decode_err = |source| ReadError::Decode { index: slot.index, source };
+    match view {
+        Some(v) if v.out_len(slot.logic as usize) != slot.logic as usize => {
+            let mut tmp = vec![0u8; slot.logic as usize];
+            decoder.decode_into(slot.codec, stored, &mut tmp).map_err(decode_err)?;
+            v.convert(&tmp, dst);
+        }
+        _ => {
+            decoder.decode_into(slot.codec, stored, dst).map_err(decode_err)?;
+            if let Some(v) = view {
+                v.convert_in_place(dst);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loc(chunk: u16, offset: u32, len: u32) -> RecordLoc {
+        RecordLoc { offset, phys_length: len, logic_length: len, chunk_id: chunk, compress: 0, reserved: 0 }
+    }
+
+    fn rules(lens: &[Option<u64>]) -> PlanRules<'_> {
+        PlanRules { chunk_lens: lens, dense_item: None, view: None, max_gap: 0, max_out: u64::MAX }
+    }
+
+    #[test]
+    fn table_pages_are_whole_coalesced_and_clipped_to_the_table() {
+        let mut cache = TableCache::new(600); // table ends at 16 + 9600 = 9616
+        assert_eq!(cache.missing([0, 1, 255]), vec![0..4096]);
+        assert_eq!(cache.missing([300, 0, 599]), vec![0..9616]);
+        cache.insert(0, &vec![0u8; 4096]).unwrap();
+        assert_eq!(cache.missing([0, 599]), vec![8192..9616]);
+        assert!(matches!(cache.insert(8192, &[0u8; 100]), Err(ReadError::ShortTable { .. })));
+        cache.insert(4096, &vec![7u8; 4096 + 1424]).unwrap();
+        assert_eq!(cache.missing(0..600), vec![]);
+        assert_eq!(cache.entry(599).unwrap().offset, 0x0707_0707);
+    }
+
+    #[test]
+    fn records_coalesce_within_the_gap_and_keep_request_order() {
+        let lens = [Some(10_000)];
+        let entries = [(0, loc(0, 500, 100)), (1, loc(0, 0, 100)), (2, loc(0, 150, 50)), (3, loc(0, 0, 100))];
+        let mut r = rules(&lens);
+        r.max_gap = 50;
+        let plan = plan_gather(&entries, &r, false).unwrap();
+        assert_eq!(plan.ranges, vec![ReadRange { chunk: 0, start: 0, end: 200 }, ReadRange {
+            chunk: 0,
+            start: 500,
+            end: 600
+        }]);
+        let at: Vec<(usize, u64)> = plan.slots.iter().map(|s| (s.range, s.at)).collect();
+        assert_eq!(at, vec![(1, 0), (0, 0), (0, 150), (0, 0)]);
+    }
+
+    #[test]
+    fn bad_entries_fail_strict_and_are_listed_lenient() {
+        let lens = [Some(1000)];
+        let entries = [(0, loc(0, 0, 10)), (1, loc(0, 995, 10)), (2, loc(3, 0, 10))];
+        assert!(plan_gather(&entries, &rules(&lens), false).is_err());
+        let plan = plan_gather(&entries, &rules(&lens), true).unwrap();
+        assert_eq!(plan.slots.len(), 1);
+        let bad: Vec<u64> = plan.bad.iter().map(|(i, _)| *i).collect();
+        assert_eq!(bad, vec![1, 2]);
+        assert!(plan.bad.iter().all(|(i, e)| e.index() == Some(*i)));
+    }
+
+    #[test]
+    fn short_reads_are_errors_not_partial_records() {
+        let lens = [Some(1000)];
+        let plan = plan_gather(&[(0, loc(0, 10, 20))], &rules(&lens), false).unwrap();
+        let mut dst = [0u8; 20];
+        let mut dec = Decoder::new(None);
+        let err = decode_slot(&plan.slots[0], &plan.ranges[0], &[1u8; 15], &mut dec, None, &mut dst);
+        assert!(matches!(err, Err(ReadError::Short { available: 25, .. })));
+        decode_slot(&plan.slots[0], &plan.ranges[0], &[1u8; 20], &mut dec, None, &mut dst).unwrap();
+        assert_eq!(dst, [1u8; 20]);
+    }
+
+    #[test]
+    fn dense_length_and_output_cap_are_enforced() {
+        let lens = [Some(1000)];
+        let mut r = rules(&lens);
+        r.dense_item = Some(10);
+        assert!(matches!(plan_gather(&[(0, loc(0, 0, 12))], &r, false), Err(ReadError::Shape { .. })));
+        r.dense_item = None;
+        r.max_out = 11;
+        assert!(matches!(plan_gather(&[(0, loc(0, 0, 12))], &r, false), Err(ReadError::TooLarge { .. })));
+    }
+
+    #[test]
+    fn outputs_split_per_slot() {
+        let lens = [Some(1000)];
+        let plan = plan_gather(&[(0, loc(0, 0, 3)), (1, loc(0, 3, 5))], &rules(&lens), false).unwrap();
+        let mut out = [0u8; 8];
+        let parts = split_outputs(&plan.slots, &mut out);
+        assert_eq!(parts.iter().map(|p| p.len()).collect::<Vec<_>>(), vec![3, 5]);
+    }
+
+    #[test]
+    fn indices_must_be_whole_and_in_range() {
+        assert_eq!(check_indices(&[0.0, 4.0], 5).unwrap(), vec![0, 4]);
+        for bad in [5.0, -1.0, 1.5, f64::NAN, f64::INFINITY] {
+            assert!(check_indices(&[bad], 5).is_err(), "{bad}");
+        }
+    }
+}

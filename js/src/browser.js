@@ -1,0 +1,28 @@
+// Browser entry: the plain wasm build on this thread, or a store hosted in a worker (threaded
+// when the page is cross-origin isolated). Both have the same async API.
+import init, * as wasm from '../pkg/web/loaderx_wasm.js';
+import { makeApi } from './store.js';
+import { browserSource } from './sources/index.js';
+import { WorkerStore } from './worker-client.js';
+
+await init({ module_or_path: new URL('../pkg/web/loaderx_wasm_bg.wasm', import.meta.url) });
+const api = makeApi(wasm);
+
+export class Store extends api.Store {
+  /**
+   * @param source URL, FileList/File[], FileSystemDirectoryHandle, `{name: Blob|bytes}` or a source.
+   * @param {{worker?: boolean, threads?: boolean}} [options] `worker` hosts the store in a Web
+   *   Worker (decoding off this thread); `threads` (default: when cross-origin isolated) decodes on
+   *   a wasm thread pool there.
+   */
+  static open(source, options = {}) {
+    const threads = options.threads ?? Boolean(globalThis.crossOriginIsolated);
+    if (options.worker || threads) return WorkerStore.open(browserSource(source), { threads });
+    return super.open(browserSource(source));
+  }
+}
+export const { Sampler } = api;
+export { HttpSource } from './sources/http.js';
+export { BlobSource, DirectoryHandleSource, filesFromDataTransfer } from './sources/blob.js';
+export { MemorySource } from './sources/memory.js';
+export { loaderxError } from './errors.js';

@@ -1,0 +1,101 @@
+// Types for the loaderx package (Node and browser entry points share them).
+
+/** Every rejection is a LoaderxError with a stable `code`. */
+export interface LoaderxError extends Error {
+  name: 'LoaderxError';
+  code:
+    | 'LOADERX_NOT_FOUND' | 'LOADERX_NOT_A_STORE' | 'LOADERX_CORRUPT' | 'LOADERX_INDEX'
+    | 'LOADERX_ARGUMENT' | 'LOADERX_TOO_LARGE' | 'LOADERX_IO' | 'LOADERX_NO_RANGE' | 'LOADERX_CLOSED';
+  /** The record the error is about, when there is one. */
+  index?: number;
+}
+
+export type TypedArray =
+  | Int8Array | Uint8Array | Int16Array | Uint16Array | Int32Array | Uint32Array
+  | BigInt64Array | BigUint64Array | Float32Array | Float64Array;
+
+/** A typed array with its logical shape. */
+export type Shaped<T extends TypedArray = TypedArray> = T & { shape: number[] };
+
+export interface Schema {
+  kind: 'dense' | 'ragged';
+  /** NumPy dtype string, e.g. `<f4`, `|u1`, `>i4`. */
+  dtype: string;
+  itemShape: number[];
+  codec: 'raw' | 'zstd' | 'zstd_dict' | null;
+  /** Typed array the values come in (float16 is widened to Float32Array, bool is Uint8Array). */
+  arrayType: string;
+  /** Trailing dimension added for complex (2), bytes/void (itemsize) and text (characters). */
+  extraDim: number | null;
+  itemBytes: number;
+}
+
+export interface Stats {
+  records: number;
+  liveBytes: number;
+  logicalBytes: number;
+  chunkBytes: number;
+  reclaimable: number;
+  compressionRatio: number;
+  fileBytes: Record<string, number>;
+  diskBytes: number;
+  hasDict: boolean;
+}
+
+export interface VerifyReport {
+  ok: boolean;
+  checked: number;
+  length: number;
+  bad: { index: number; code: LoaderxError['code']; message: string }[];
+}
+
+/** Where a store's bytes come from. `read` may return fewer bytes when the file ends early. */
+export interface Source {
+  label: string;
+  maxGap: number;
+  size(name: string): Promise<number | null>;
+  read(name: string, start: number, end: number): Promise<Uint8Array | null>;
+  close?(): void | Promise<void>;
+}
+
+export type Indices = ArrayLike<number> | Iterable<number>;
+
+export declare class Store {
+  /**
+   * Node: a directory path, an http(s) URL, `{name: bytes}` or a Source.
+   * Browser: a URL, FileList/File[], FileSystemDirectoryHandle, `{name: Blob|bytes}` or a Source;
+   * `{worker: true}` decodes in a Web Worker, `{threads}` (default: cross-origin isolated) on a wasm pool.
+   */
+  static open(source: unknown, options?: { worker?: boolean; threads?: boolean }): Promise<Store>;
+  readonly length: number;
+  readonly schema: Schema | null;
+  readonly header: { version: number; tailChunk: number; tailOffset: number; length: number };
+  readonly hasDict: boolean;
+  /** Dense: one array shaped `[n, ...itemShape]`; ragged or schemaless: one array per record. */
+  gather(indices: Indices): Promise<Shaped | Shaped[]>;
+  get(index: number): Promise<Shaped>;
+  /** Decoded record bytes, before dtype conversion. */
+  gatherBytes(indices: Indices): Promise<Shaped<Uint8Array>[]>;
+  lengths(indices: Indices): Promise<Float64Array>;
+  verify(options?: { onProgress?: (done: number, total: number) => void }): Promise<VerifyReport>;
+  stats(): Promise<Stats>;
+  close(): Promise<void>;
+}
+
+export declare class Sampler {
+  static Mode: { SEQUENTIAL: 0; IID: 1; CYCLIC: 2 };
+  constructor(length: number | bigint, batchSize: number | bigint, mode: 0 | 1 | 2 | 'SEQUENTIAL' | 'IID' | 'CYCLIC', seed?: number | bigint);
+  next(): Float64Array;
+  batchAt(step: number | bigint): Float64Array;
+  seek(step: number | bigint): void;
+  readonly step: number;
+  readonly batchLength: number;
+  free(): void;
+}
+
+export declare class NodeSource implements Source { constructor(dir: string); label: string; maxGap: number; size(n: string): Promise<number | null>; read(n: string, s: number, e: number): Promise<Uint8Array | null>; }
+export declare class HttpSource implements Source { constructor(base: string | URL, options?: { fetch?: typeof fetch; headers?: Record<string, string> }); label: string; maxGap: number; size(n: string): Promise<number | null>; read(n: string, s: number, e: number): Promise<Uint8Array | null>; }
+export declare class MemorySource implements Source { constructor(files: Record<string, Uint8Array | ArrayBuffer>, label?: string); label: string; maxGap: number; size(n: string): Promise<number | null>; read(n: string, s: number, e: number): Promise<Uint8Array | null>; }
+export declare class BlobSource implements Source { constructor(files: Map<string, Blob> | Record<string, Blob>, label?: string); static fromFiles(files: Iterable<File> | FileList): BlobSource; label: string; maxGap: number; size(n: string): Promise<number | null>; read(n: string, s: number, e: number): Promise<Uint8Array | null>; }
+export declare function filesFromDataTransfer(dt: DataTransfer): Promise<BlobSource>;
+export declare const threaded: boolean;

@@ -1,0 +1,344 @@
+// The low-level loader: a Store over any source, driving the wasm Reader. The entry points
+// (node.js, browser.js) only pick the wasm build and the default source.
+//
+// A source is `{ label, maxGap, size(name), read(name, start, end), close() }`: `size` resolves to
+// a file's size or null when it is missing, and `read` to the bytes of [start, end), fewer when
+// the file ends early, or null when it is missing. All planning, checking and decoding happens in
+// wasm; this file only moves bytes and shapes results.
+import { loaderxError, ioError, isLoaderxError } from './errors.js';
+
+/** Largest schema.msgpack and dict.zr read whole (both are small in practice). */
+const MAX_SIDE_FILE = 64 << 20;
+/** Records per verify step. */
+const VERIFY_BATCH = 1024;
+/** Concurrent reads per call. */
+const READ_CONCURRENCY = 16;
+
+const MODES = { SEQUENTIAL: 0, IID: 1, CYCLIC: 2 };
+
+async function mapLimit(items, limit, fn) {
+  const out = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const k = next++;
+      out[k] = await fn(items[k], k);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+function toIndexArray(indices) {
+  if (typeof indices === 'number' || typeof indices === 'bigint' || indices == null || typeof indices[Symbol.iterator] !== 'function') {
+    throw loaderxError('LOADERX_ARGUMENT', 'indices must be an array or typed array of integers');
+  }
+  const arr = Float64Array.from(indices, (x) => (typeof x === 'bigint' ? Number(x) : typeof x === 'number' ? x : NaN));
+  return arr;
+}
+
+/** Builds the public API over one wasm build (`wasm` is its module namespace). */
+export function makeApi(wasm) {
+  async function sideFile(source, name) {
+    const size = await source.size(name);
+    if (size == null) return undefined;
+    if (size > MAX_SIDE_FILE) throw loaderxError('LOADERX_CORRUPT', `${name} is ${size} bytes, larger than any loaderx ${name}`);
+    const bytes = await source.read(name, 0, size);
+    if (bytes == null || bytes.byteLength !== size) throw loaderxError('LOADERX_IO', `${name} changed while it was read`);
+    return bytes;
+  }
+
+  class Store {
+    /** Use `Store.open`. */
+    constructor(source, reader, info) {
+      this.source = source;
+      this.reader = reader;
+      this.info = info;
+      this.closed = false;
+    }
+
+    /** Opens a store from a source (see the entry points for paths, URLs, files and bytes). */
+    static async open(source) {
+      try {
+        const metaSize = await source.size('meta.zr');
+        if (metaSize == null) throw loaderxError('LOADERX_NOT_FOUND', `no loaderx store at ${source.label}: meta.zr is missing`);
+        const head = (await source.read('meta.zr', 0, 16)) ?? new Uint8Array(0);
+        const [schema, dict] = await Promise.all([sideFile(source, 'schema.msgpack'), sideFile(source, 'dict.zr')]);
+        const reader = new wasm.Reader(head, metaSize, schema, dict);
+        try {
+          const chunks = Array.from({ length: reader.tailChunk + 1 }, (_, c) => `${c}.zr`);
+          const lens = await mapLimit(chunks, READ_CONCURRENCY, (n) => source.size(n));
+          reader.setChunkLens(Float64Array.from(lens, (x) => (x == null ? -1 : x)));
+          const fileBytes = { 'meta.zr': metaSize, 'schema.msgpack': schema?.byteLength ?? 0, 'dict.zr': dict?.byteLength ?? 0 };
+          chunks.forEach((n, k) => { fileBytes[n] = lens[k] ?? 0; });
+          return new this(source, reader, { schema: reader.schema(), fileBytes });
+        } catch (e) {
+          reader.free();
+          throw e;
+        }
+      } catch (e) {
+        await source.close?.();
+        throw ioError(e, `opening ${source.label}`);
+      }
+    }
+
+    /** Live records. */
+    get length() {
+      this.#check();
+      return this.reader.length;
+    }
+
+    /** `{kind, dtype, itemShape, codec, arrayType, extraDim, itemBytes}`, or null without schema.msgpack. */
+    get schema() {
+      return this.info.schema;
+    }
+
+    /** Header fields `{version, tailChunk, tailOffset, length}`. */
+    get header() {
+      this.#check();
+      return this.reader.header();
+    }
+
+    /** Whether the store has a zstd dictionary. */
+    get hasDict() {
+      this.#check();
+      return this.reader.hasDict;
+    }
+
+    #check() {
+      if (this.closed) throw loaderxError('LOADERX_CLOSED', 'the store is closed');
+    }
+
+    async #guard(what, fn) {
+      this.#check();
+      try {
+        return await fn();
+      } catch (e) {
+        throw ioError(e, what);
+      }
+    }
+
+    async #loadTable(ranges) {
+      const pairs = [];
+      for (let k = 0; k < ranges.length; k += 2) pairs.push([ranges[k], ranges[k + 1]]);
+      await mapLimit(pairs, READ_CONCURRENCY, async ([start, end]) => {
+        const bytes = (await this.source.read('meta.zr', start, end)) ?? new Uint8Array(0);
+        this.#check();
+        this.reader.addTable(start, bytes);
+      });
+    }
+
+    /** Loads the table pages of `idx` (checking the indices) and returns right after, so the
+     *  caller can plan with no await in between. */
+    async #withTable(idx, then) {
+      for (let attempt = 0; ; attempt++) {
+        this.#check();
+        const ranges = this.reader.tableRanges(idx);
+        if (ranges.length === 0 || attempt > 3) return then();
+        await this.#loadTable(ranges);
+      }
+    }
+
+    /** Reads a plan's ranges and decodes them; frees the plan unless `keep`. */
+    async #run(plan) {
+      const r = plan.ranges();
+      const jobs = [];
+      for (let k = 0; k < r.length; k += 3) jobs.push([r[k], r[k + 1], r[k + 2]]);
+      const parts = await mapLimit(jobs, READ_CONCURRENCY, async ([chunk, start, end]) =>
+        (await this.source.read(`${chunk}.zr`, start, end)) ?? new Uint8Array(0));
+      this.#check();
+      let total = 0;
+      for (const p of parts) total += p.byteLength;
+      const data = parts.length === 1 ? parts[0] : new Uint8Array(total);
+      if (parts.length !== 1) {
+        let at = 0;
+        for (const p of parts) { data.set(p, at); at += p.byteLength; }
+      }
+      return this.reader.decode(plan, data, Float64Array.from(parts, (p) => p.byteLength));
+    }
+
+    async #gather(indices, typed) {
+      const idx = toIndexArray(indices);
+      const plan = await this.#withTable(idx, () => this.reader.plan(idx, this.source.maxGap, false, typed));
+      try {
+        const out = await this.#run(plan);
+        return { out, lens: plan.outLengths() };
+      } finally {
+        plan.free();
+      }
+    }
+
+    /** Logical lengths in bytes (Float64Array). */
+    async lengths(indices) {
+      return this.#guard('reading lengths', async () => {
+        const idx = toIndexArray(indices);
+        return this.#withTable(idx, () => this.reader.lengths(idx));
+      });
+    }
+
+    /**
+     * Records as typed arrays. Dense stores give one typed array with `shape` `[n, ...itemShape]`;
+     * ragged stores (and stores without a schema) give an array of typed arrays, each with `shape`.
+     */
+    async gather(indices) {
+      return this.#guard('gather', async () => {
+        const { out, lens } = await this.#gather(indices, true);
+        const s = this.info.schema;
+        if (!s) return split(out, lens, Uint8Array, (n) => [n]);
+        const C = globalThis[s.arrayType];
+        const tail = s.extraDim == null ? s.itemShape : [...s.itemShape, s.extraDim];
+        if (s.kind === 'dense') {
+          const arr = new C(out.buffer, out.byteOffset, out.byteLength / C.BYTES_PER_ELEMENT);
+          arr.shape = [lens.length, ...tail];
+          return arr;
+        }
+        const perRow = tail.reduce((a, b) => a * b, 1);
+        return split(out, lens, C, (n) => [perRow ? n / C.BYTES_PER_ELEMENT / perRow : 0, ...tail]);
+      });
+    }
+
+    /** One record: like `gather([i])`, unwrapped (a dense record has shape `itemShape`). */
+    async get(i) {
+      const r = await this.gather([i]);
+      if (Array.isArray(r)) return r[0];
+      r.shape = r.shape.slice(1);
+      return r;
+    }
+
+    /** Records as their decoded bytes (Uint8Array each), before any dtype conversion. */
+    async gatherBytes(indices) {
+      return this.#guard('gather', async () => {
+        const { out, lens } = await this.#gather(indices, false);
+        return split(out, lens, Uint8Array, (n) => [n]);
+      });
+    }
+
+    /**
+     * Decodes every record and checks lengths and bounds. Resolves to
+     * `{ok, checked, length, bad: [{index, code, message}]}`; `onProgress(done, total)` is called
+     * after each batch.
+     */
+    async verify({ onProgress, batchSize = VERIFY_BATCH } = {}) {
+      return this.#guard('verify', async () => {
+        const total = this.reader.length;
+        const bad = [];
+        for (let start = 0; start < total; start += batchSize) {
+          const end = Math.min(total, start + batchSize);
+          const idx = new Float64Array(end - start).map((_, k) => start + k);
+          let plan;
+          try {
+            plan = await this.#withTable(idx, () => this.reader.plan(idx, this.source.maxGap, true, true));
+          } catch (e) {
+            if (!isLoaderxError(e) || e.code !== 'LOADERX_CORRUPT') throw e;
+            // The table itself cannot be read: every record in the batch is lost.
+            for (let i = start; i < end; i++) bad.push({ index: i, code: e.code, message: e.message });
+            continue;
+          }
+          try {
+            await this.#run(plan);
+            for (const e of plan.bad()) bad.push({ index: e.index, code: e.code, message: e.message });
+          } finally {
+            plan.free();
+          }
+          onProgress?.(end, total);
+        }
+        bad.sort((a, b) => a.index - b.index);
+        return { ok: bad.length === 0, checked: total, length: total, bad };
+      });
+    }
+
+    /**
+     * Storage usage: `{records, liveBytes, logicalBytes, chunkBytes, reclaimable,
+     * compressionRatio, fileBytes, diskBytes, hasDict}`. Reads the live table.
+     */
+    async stats() {
+      return this.#guard('stats', async () => {
+        for (let attempt = 0; ; attempt++) {
+          this.#check();
+          const ranges = this.reader.tableRangesSpan(0, this.reader.length);
+          if (ranges.length === 0 || attempt > 3) break;
+          await this.#loadTable(ranges);
+        }
+        const s = this.reader.stats();
+        const fileBytes = { ...this.info.fileBytes };
+        const diskBytes = Object.values(fileBytes).reduce((a, b) => a + b, 0);
+        return { ...s, compressionRatio: s.liveBytes ? s.logicalBytes / s.liveBytes : 1, fileBytes, diskBytes, hasDict: this.reader.hasDict };
+      });
+    }
+
+    /** Releases the files and the wasm memory. Later calls reject with LOADERX_CLOSED. */
+    async close() {
+      if (this.closed) return;
+      this.closed = true;
+      this.reader.free();
+      await this.source.close?.();
+    }
+  }
+
+  /** Endless batches of indices; the same arguments give the same batches in every front end. */
+  class Sampler {
+    static Mode = MODES;
+
+    /**
+     * @param {number} length index space 0..length-1
+     * @param {number} batchSize indices per batch
+     * @param {number|string} mode 0/'SEQUENTIAL', 1/'IID', 2/'CYCLIC'
+     * @param {number|bigint} [seed=42]
+     */
+    constructor(length, batchSize, mode, seed = 42) {
+      const m = typeof mode === 'string' ? MODES[mode.toUpperCase()] : mode;
+      if (!Number.isInteger(m) || m < 0 || m > 255) {
+        throw loaderxError('LOADERX_ARGUMENT', `unknown sampler mode ${String(mode)}: expected 0 (SEQUENTIAL), 1 (IID) or 2 (CYCLIC)`);
+      }
+      this.inner = new wasm.Sampler(u64(length, 'length'), u64(batchSize, 'batchSize'), m, u64(seed, 'seed'));
+    }
+
+    /** The batch at the current step (Float64Array); advances the step. */
+    next() {
+      return this.inner.next();
+    }
+
+    /** Batch `step` without moving the cursor. */
+    batchAt(step) {
+      return this.inner.batchAt(u64(step, 'step'));
+    }
+
+    /** Makes the next `next()` return batch `step`. */
+    seek(step) {
+      this.inner.seek(u64(step, 'step'));
+    }
+
+    get step() {
+      return Number(this.inner.step);
+    }
+
+    get batchLength() {
+      return this.inner.batchLength;
+    }
+
+    free() {
+      this.inner.free();
+    }
+  }
+
+  return { Store, Sampler };
+}
+
+function u64(x, name) {
+  if (typeof x === 'bigint' && x >= 0n && x < 1n << 64n) return x;
+  if (typeof x === 'number' && Number.isSafeInteger(x) && x >= 0) return BigInt(x);
+  throw loaderxError('LOADERX_ARGUMENT', `${name} must be a non-negative integer (number or bigint), got ${String(x)}`);
+}
+
+function split(out, lens, C, shapeOf) {
+  const res = new Array(lens.length);
+  let at = 0;
+  for (let k = 0; k < lens.length; k++) {
+    const n = lens[k];
+    const arr = new C(out.buffer, out.byteOffset + at, n / C.BYTES_PER_ELEMENT);
+    arr.shape = shapeOf(n);
+    res[k] = arr;
+    at += n;
+  }
+  return res;
+}

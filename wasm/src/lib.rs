@@ -1,0 +1,31 @@
+//! loaderx-wasm: `loaderx-core` for JavaScript.
+//!
+//! The JS package (`js/`) does all I/O. This crate plans what to read, checks everything it is
+//! handed, and decodes records:
+//! * [`Reader`] — a store without its files: header, schema, dictionary, chunk sizes and cached
+//!   table pages. It plans ranged reads ([`Plan`]) and decodes the bytes that come back.
+//! * [`Sampler`] — the core sampler; the same arguments give the same batches as native.
+//!
+//! Errors are JavaScript `Error`s named `LoaderxError` with a stable `code` (see [`error`]).
+//! No path reachable from JavaScript panics, so a rejected call never leaves the module
+//! unusable.
+//!
+//! Two builds share this source: the plain one (stable; Node and pages that are not
+//! cross-origin isolated) and the threaded one (nightly with `+atomics`; isolated pages), which
+//! decodes a batch on a wasm-bindgen-rayon pool and exports `initThreadPool`.
+
+mod error;
+mod reader;
+mod sampler;
+
+pub use reader::{Plan, Reader, MAX_OUT};
+pub use sampler::Sampler;
+
+#[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+pub use wasm_bindgen_rayon::init_thread_pool;
+
+/// Whether this build decodes on a thread pool.
+#[wasm_bindgen::prelude::wasm_bindgen(js_name = isThreaded)]
+pub fn is_threaded() -> bool {
+    cfg!(all(target_arch = "wasm32", target_feature = "atomics"))
+}

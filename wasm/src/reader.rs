@@ -1,0 +1,331 @@
+//! A store reader whose I/O lives in JavaScript: it holds the header, schema, dictionary, chunk
+//! sizes and cached table pages, plans each call's ranged reads ([`Plan`]) and decodes the bytes
+//! JavaScript brings back.
+//!
+//! Invariants: every index, table entry and returned range is checked before use (see
+//! `loaderx_core::read`); a call's decoded output is capped at [`MAX_OUT`] bytes; no error path
+//! panics, so a failed call leaves the module usable.
+
+use loaderx_core::codec::{Decoder, Dictionary};
+use loaderx_core::format::{Header, MAX_CHUNKS};
+use loaderx_core::read::{self, GatherPlan, PlanRules, ReadError, ReadRange, Slot, TableCache};
+use loaderx_core::schema::{Kind, Schema};
+use loaderx_core::stats::Stats;
+use loaderx_core::view::ElementView;
+use wasm_bindgen::prelude::*;
+
+use crate::error::{argument, from_format, from_read, from_schema, js_error, read_code};
+
+/// Largest decoded output of one call (512 MiB).
+pub const MAX_OUT: u64 = 512 << 20;
+/// Table pages kept before the cache starts over (64 MiB, four million entries).
+const TABLE_CACHE_CAP: usize = 64 << 20;
+
+/// The schema facts a reader uses.
+#[derive(Debug)]
+struct Typed {
+    schema: Schema,
+    kind: Kind,
+    view: ElementView,
+    item_shape: Vec<u64>,
+    item_bytes: u64,
+}
+
+/// An open store, minus its I/O.
+#[wasm_bindgen]
+#[derive(Debug)]
+pub struct Reader {
+    header: Header,
+    chunk_lens: Vec<Option<u64>>,
+    dict: Option<Dictionary>,
+    typed: Option<Typed>,
+    table: TableCache,
+}
+
+fn size(x: f64, what: &str) -> Result<u64, JsValue> {
+    if x >= 0.0 && x.fract() == 0.0 && x <= 2f64.powi(53) {
+        Ok(x as u64)
+    } else {
+        Err(argument(&format!("{what} must be a non-negative integer, got {x}")))
+    }
+}
+
+fn set(obj: &js_sys::Object, key: &str, value: impl Into<JsValue>) {
+    // Defining a property on a plain fresh object cannot fail.
+    let _ = js_sys::Reflect::set(obj, &key.into(), &value.into());
+}
+
+#[wasm_bindgen]
+impl Reader {
+    /// Opens a store from the first bytes of `meta.zr` (at least 16; fewer is "not a store"),
+    /// the size of `meta.zr`, and the bytes of `schema.msgpack` and `dict.zr` when present.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        header: &[u8],
+        meta_len: f64,
+        schema: Option<Vec<u8>>,
+        dict: Option<Vec<u8>>,
+    ) -> Result<Reader, JsValue> {
+        let meta_len = size(meta_len, "meta.zr size")?;
+        let header = Header::read(header).map_err(from_format)?;
+        header.validate(meta_len).map_err(from_format)?;
+        let typed = schema.map(|bytes| parse_schema(&bytes)).transpose().map_err(from_schema)?;
+        Ok(Reader {
+            header,
+            chunk_lens: Vec::new(),
+            dict: dict.map(Dictionary::new),
+            typed,
+            table: TableCache::new(u64::from(header.length)),
+        })
+    }
+
+    /// Live records.
+    #[wasm_bindgen(getter)]
+    pub fn length(&self) -> f64 {
+        f64::from(self.header.length)
+    }
+
+    /// The last chunk file the store uses; files `0.zr ..= tailChunk.zr` may hold records.
+    #[wasm_bindgen(getter, js_name = tailChunk)]
+    pub fn tail_chunk(&self) -> u16 {
+        self.header.tail_chunk
+    }
+
+    /// The header fields.
+    pub fn header(&self) -> JsValue {
+        let o = js_sys::Object::new();
+        set(&o, "version", self.header.version);
+        set(&o, "tailChunk", self.header.tail_chunk);
+        set(&o, "tailOffset", self.header.tail_offset);
+        set(&o, "length", self.header.length);
+        o.into()
+    }
+
+    /// Sizes of chunk files `0..n` (a negative size means the file is missing).
+    #[wasm_bindgen(js_name = setChunkLens)]
+    pub fn set_chunk_lens(&mut self, lens: &[f64]) -> Result<(), JsValue> {
+        if lens.len() as u64 > MAX_CHUNKS {
+            return Err(argument("more chunk sizes than the 4096-chunk limit"));
+        }
+        self.chunk_lens = lens.iter().map(|&x| (x >= 0.0).then(|| size(x, "chunk size")).transpose()).collect::<Result<_, _>>()?;
+        Ok(())
+    }
+
+    /// `{kind, dtype, itemShape, codec, arrayType, extraDim, itemBytes}`, or `null` for a store
+    /// without `schema.msgpack` (records are then plain bytes).
+    pub fn schema(&self) -> JsValue {
+        let Some(t) = &self.typed else { return JsValue::NULL };
+        let o = js_sys::Object::new();
+        set(&o, "kind", t.kind.as_str());
+        set(&o, "dtype", t.schema.dtype_str().unwrap_or_default());
+        let shape: js_sys::Array = t.item_shape.iter().map(|&d| JsValue::from_f64(d as f64)).collect();
+        set(&o, "itemShape", shape);
+        set(&o, "codec", t.schema.codec().map_or(JsValue::NULL, JsValue::from));
+        set(&o, "arrayType", t.view.array.name());
+        set(&o, "extraDim", t.view.extra_dim.map_or(JsValue::NULL, |d| JsValue::from_f64(d as f64)));
+        set(&o, "itemBytes", JsValue::from_f64(t.item_bytes as f64));
+        o.into()
+    }
+
+    /// Whether the store has a dictionary (`dict.zr`).
+    #[wasm_bindgen(getter, js_name = hasDict)]
+    pub fn has_dict(&self) -> bool {
+        self.dict.is_some()
+    }
+
+    /// Checks `indices` and returns the `meta.zr` ranges (`[start, end, start, end, …]`) that
+    /// must be read, and given to [`addTable`](Self::add_table), before planning them.
+    #[wasm_bindgen(js_name = tableRanges)]
+    pub fn table_ranges(&mut self, indices: &[f64]) -> Result<Vec<f64>, JsValue> {
+        let checked = read::check_indices(indices, u64::from(self.header.length)).map_err(from_read)?;
+        Ok(self.missing(checked))
+    }
+
+    /// The uncached `meta.zr` ranges for records `start..end` (clipped to the length).
+    #[wasm_bindgen(js_name = tableRangesSpan)]
+    pub fn table_ranges_span(&mut self, start: f64, end: f64) -> Result<Vec<f64>, JsValue> {
+        let len = u64::from(self.header.length);
+        let (start, end) = (size(start, "start")?.min(len), size(end, "end")?.min(len));
+        Ok(self.missing(start..end))
+    }
+
+    /// Caches table bytes read from `meta.zr` at `start`.
+    #[wasm_bindgen(js_name = addTable)]
+    pub fn add_table(&mut self, start: f64, bytes: &[u8]) -> Result<(), JsValue> {
+        self.table.insert(size(start, "start")?, bytes).map_err(from_read)
+    }
+
+    /// Logical lengths (bytes) of records whose table pages are cached.
+    pub fn lengths(&self, indices: &[f64]) -> Result<Vec<f64>, JsValue> {
+        let entries = self.entries(indices)?;
+        Ok(entries.iter().map(|(_, loc)| f64::from(loc.logic_length)).collect())
+    }
+
+    /// Plans reading `indices`. `typed` converts records to the schema's typed elements;
+    /// `lenient` (for verification) sets bad records aside instead of failing.
+    pub fn plan(&self, indices: &[f64], max_gap: f64, lenient: bool, typed: bool) -> Result<Plan, JsValue> {
+        let entries = self.entries(indices)?;
+        let view = if typed { self.typed.as_ref().map(|t| t.view) } else { None };
+        let rules = PlanRules {
+            chunk_lens: &self.chunk_lens,
+            dense_item: self.typed.as_ref().filter(|t| t.kind == Kind::Dense).map(|t| t.item_bytes),
+            view,
+            max_gap: size(max_gap, "maxGap")?,
+            max_out: MAX_OUT,
+        };
+        let inner = read::plan_gather(&entries, &rules, lenient).map_err(from_read)?;
+        Ok(Plan { inner, view, lenient })
+    }
+
+    /// Decodes a plan from the bytes read for its ranges: `data` holds them back to back and
+    /// `got[k]` is how many bytes range `k` returned (fewer than asked when a file ends early).
+    /// Returns the records' output bytes back to back (see [`Plan::out_lengths`]).
+    pub fn decode(&self, plan: &mut Plan, data: &[u8], got: &[f64]) -> Result<Vec<u8>, JsValue> {
+        let ranges = &plan.inner.ranges;
+        if got.len() != ranges.len() {
+            return Err(argument("one returned length per planned range is needed"));
+        }
+        let mut pieces = Vec::with_capacity(ranges.len());
+        let mut at = 0usize;
+        for (&n, r) in got.iter().zip(ranges) {
+            let n = size(n, "returned length")?.min(r.end - r.start) as usize;
+            let piece = data.get(at..at + n).ok_or_else(|| argument("returned lengths exceed the data"))?;
+            pieces.push(piece);
+            at += n;
+        }
+        let total: u64 = plan.inner.slots.iter().map(|s| s.out).sum();
+        let mut out = vec![0u8; total as usize];
+        let results = {
+            let outs = read::split_outputs(&plan.inner.slots, &mut out);
+            decode_all(&plan.inner.slots, ranges, &pieces, self.dict.as_ref(), plan.view.as_ref(), outs)
+        };
+        for (slot, result) in plan.inner.slots.iter().zip(results) {
+            match result {
+                Ok(()) => {}
+                Err(e) if plan.lenient => plan.inner.bad.push((slot.index, e)),
+                Err(e) => return Err(from_read(e)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Storage usage: `{records, liveBytes, logicalBytes, chunkBytes, reclaimable}`. Needs the
+    /// whole live table cached (`tableRangesSpan(0, length)`).
+    pub fn stats(&self) -> Result<JsValue, JsValue> {
+        let all: Vec<f64> = (0..self.header.length).map(f64::from).collect();
+        let entries = self.entries(&all)?;
+        let s = Stats::from_entries(&self.header, entries.into_iter().map(|(_, loc)| loc));
+        let o = js_sys::Object::new();
+        for (k, v) in [
+            ("records", s.records),
+            ("liveBytes", s.live_bytes),
+            ("logicalBytes", s.logical_bytes),
+            ("chunkBytes", s.chunk_bytes),
+            ("reclaimable", s.reclaimable),
+        ] {
+            set(&o, k, JsValue::from_f64(v as f64));
+        }
+        Ok(o.into())
+    }
+}
+
+impl Reader {
+    fn missing(&mut self, indices: impl IntoIterator<Item = u64>) -> Vec<f64> {
+        if self.table.cached_bytes() > TABLE_CACHE_CAP {
+            self.table.clear();
+        }
+        self.table.missing(indices).into_iter().flat_map(|r| [r.start as f64, r.end as f64]).collect()
+    }
+
+    fn entries(&self, indices: &[f64]) -> Result<Vec<(u64, loaderx_core::format::RecordLoc)>, JsValue> {
+        let checked = read::check_indices(indices, u64::from(self.header.length)).map_err(from_read)?;
+        checked
+            .into_iter()
+            .map(|i| {
+                let loc = self.table.entry(i).ok_or_else(|| argument("table entries not loaded (call tableRanges first)"))?;
+                Ok((i, loc))
+            })
+            .collect()
+    }
+}
+
+fn parse_schema(bytes: &[u8]) -> Result<Typed, loaderx_core::schema::SchemaError> {
+    let schema = Schema::from_msgpack(bytes)?;
+    schema.validate(None)?;
+    let kind = schema.kind()?;
+    let view = ElementView::of(&schema.dtype()?);
+    let item_shape = schema.item_shape()?;
+    let item_bytes = schema.item_bytes()?;
+    Ok(Typed { schema, kind, view, item_shape, item_bytes })
+}
+
+/// A planned read: the chunk ranges to fetch and where each record lands.
+#[wasm_bindgen]
+#[derive(Debug)]
+pub struct Plan {
+    inner: GatherPlan,
+    view: Option<ElementView>,
+    lenient: bool,
+}
+
+#[wasm_bindgen]
+impl Plan {
+    /// `[chunk, start, end, …]` for every range to read, in file order.
+    pub fn ranges(&self) -> Vec<f64> {
+        self.inner.ranges.iter().flat_map(|r| [f64::from(r.chunk), r.start as f64, r.end as f64]).collect()
+    }
+
+    /// Store indices of the planned records, in request order.
+    pub fn indices(&self) -> Vec<f64> {
+        self.inner.slots.iter().map(|s| s.index as f64).collect()
+    }
+
+    /// Output bytes of each planned record, in request order.
+    #[wasm_bindgen(js_name = outLengths)]
+    pub fn out_lengths(&self) -> Vec<f64> {
+        self.inner.slots.iter().map(|s| s.out as f64).collect()
+    }
+
+    /// Records set aside as bad (lenient plans), as `LoaderxError`s with `index` and `code`.
+    pub fn bad(&self) -> js_sys::Array {
+        self.inner.bad.iter().map(|(i, e)| js_error(read_code(e), &e.to_string(), Some(*i))).collect()
+    }
+}
+
+#[cfg(not(all(target_arch = "wasm32", target_feature = "atomics")))]
+fn decode_all(
+    slots: &[Slot],
+    ranges: &[ReadRange],
+    pieces: &[&[u8]],
+    dict: Option<&Dictionary>,
+    view: Option<&ElementView>,
+    outs: Vec<&mut [u8]>,
+) -> Vec<Result<(), ReadError>> {
+    let mut decoder = Decoder::new(dict);
+    slots
+        .iter()
+        .zip(outs)
+        .map(|(s, dst)| read::decode_slot(s, &ranges[s.range], pieces[s.range], &mut decoder, view, dst))
+        .collect()
+}
+
+#[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+fn decode_all(
+    slots: &[Slot],
+    ranges: &[ReadRange],
+    pieces: &[&[u8]],
+    dict: Option<&Dictionary>,
+    view: Option<&ElementView>,
+    outs: Vec<&mut [u8]>,
+) -> Vec<Result<(), ReadError>> {
+    use rayon::prelude::*;
+    slots
+        .par_iter()
+        .zip(outs)
+        .with_min_len(4)
+        .map_init(
+            || Decoder::new(dict),
+            |decoder, (s, dst)| read::decode_slot(s, &ranges[s.range], pieces[s.range], decoder, view, dst),
+        )
+        .collect()
+}

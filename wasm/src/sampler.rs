@@ -1,0 +1,73 @@
+//! The core sampler for JavaScript. Indices come back as a `Float64Array`, exact because the
+//! length is capped at 2^53.
+
+use loaderx_core::sampler::{Mode, Sampler as CoreSampler};
+use wasm_bindgen::prelude::*;
+
+use crate::error::{argument, from_sampler};
+
+/// Largest length whose indices a JS number holds exactly.
+const MAX_SAFE: u64 = (1 << 53) - 1;
+/// Largest batch (16 Mi indices, a 128 MiB `Float64Array`), so a typo cannot exhaust memory.
+const MAX_BATCH: usize = 1 << 24;
+
+/// Endless batches of indices into `0..length`; batch `k` depends only on
+/// `(length, batchSize, mode, seed, k)`.
+#[wasm_bindgen]
+#[derive(Debug)]
+pub struct Sampler {
+    inner: CoreSampler,
+    buf: Vec<u64>,
+}
+
+#[wasm_bindgen]
+impl Sampler {
+    /// `mode`: 0 sequential, 1 iid, 2 cyclic.
+    #[wasm_bindgen(constructor)]
+    pub fn new(length: u64, batch_size: u64, mode: u8, seed: u64) -> Result<Sampler, JsValue> {
+        if length > MAX_SAFE {
+            return Err(argument("sampler length must be at most 2^53 - 1 in JavaScript"));
+        }
+        let mode = Mode::try_from(mode).map_err(from_sampler)?;
+        let inner = CoreSampler::new(length, batch_size, mode, seed).map_err(from_sampler)?;
+        if inner.batch_len() > MAX_BATCH {
+            return Err(argument("sampler batch size must be at most 2^24 in JavaScript"));
+        }
+        let buf = Vec::new();
+        Ok(Sampler { inner, buf })
+    }
+
+    /// The batch at the current step; advances the step.
+    pub fn next(&mut self) -> Result<Vec<f64>, JsValue> {
+        let step = self.inner.step();
+        let out = self.batch_at(step)?;
+        self.inner.seek(step.wrapping_add(1));
+        Ok(out)
+    }
+
+    /// Batch `step`, without moving the cursor.
+    #[wasm_bindgen(js_name = batchAt)]
+    pub fn batch_at(&mut self, step: u64) -> Result<Vec<f64>, JsValue> {
+        let n = self.inner.batch_len();
+        self.buf.resize(n, 0);
+        let got = self.inner.batch_at(step, &mut self.buf).map_err(from_sampler)?;
+        Ok(self.buf[..got].iter().map(|&i| i as f64).collect())
+    }
+
+    /// Makes the next `next()` return batch `step`.
+    pub fn seek(&mut self, step: u64) {
+        self.inner.seek(step);
+    }
+
+    /// The step the next `next()` returns.
+    #[wasm_bindgen(getter)]
+    pub fn step(&self) -> u64 {
+        self.inner.step()
+    }
+
+    /// Indices per batch (`min(batchSize, length)` for cyclic).
+    #[wasm_bindgen(getter, js_name = batchLength)]
+    pub fn batch_length(&self) -> usize {
+        self.inner.batch_len()
+    }
+}
