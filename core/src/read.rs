@@ -365,7 +365,8 @@ mod tests {
     #[test]
     fn table_pages_are_whole_coalesced_and_clipped_to_the_table() {
         let mut cache = TableCache::new(600); // table ends at 16 + 9600 = 9616
-        assert_eq!(cache.missing([0, 1, 255]), vec![0..4096]);
+        assert_eq!(cache.missing([0, 1, 254]), vec![0..4096]);
+        assert_eq!(cache.missing([255]), vec![4096..8192]);
         assert_eq!(cache.missing([300, 0, 599]), vec![0..9616]);
         cache.insert(0, &vec![0u8; 4096]).unwrap();
         assert_eq!(cache.missing([0, 599]), vec![8192..9616]);
