@@ -5,7 +5,7 @@ PY    := $(CURDIR)/.venv/bin/python
 export LOADERX_REF_PYTHON := $(CURDIR)/.venv-ref/bin/python
 export LOADERX_REQUIRE_REF := 1
 
-.PHONY: demo test setup py-build test-rust test-py test-wheel test-wasm-build lint bench bench-py crash fixtures-check
+.PHONY: demo test setup py-build js-build test-rust test-py test-wheel test-js test-browser test-golden lint bench bench-py bench-js crash fixtures-check
 
 ## The main job: train from the DataLoader, stream an image store, inspect it.
 demo: setup py-build
@@ -14,7 +14,7 @@ demo: setup py-build
 	./target/release/loaderx info demo-data/images_64x64x3
 
 ## Every test suite, after installing what they need.
-test: setup lint test-rust test-wasm-build py-build test-py test-wheel fixtures-check
+test: setup lint test-rust js-build py-build test-py test-wheel test-js test-browser test-golden fixtures-check
 
 setup:
 	./scripts/setup.sh
@@ -23,18 +23,34 @@ setup:
 py-build:
 	VIRTUAL_ENV=$(CURDIR)/.venv $(CURDIR)/.venv/bin/maturin develop --release -q -m py/Cargo.toml
 
+## The wasm reader, plain and threaded, into js/pkg/ (incremental).
+js-build:
+	JOBS=$(JOBS) ./scripts/build_wasm.sh
+
 test-rust:
 	$(CARGO) test -j$(JOBS) -p loaderx-core -p loaderx-native
 
+# Every store the Python tests write is exported (trimmed, with per-record hashes) for test-js.
+PY_STORES := $(CURDIR)/artifacts/py-stores
 test-py:
-	$(PY) -m pytest py/tests -q
+	rm -rf $(PY_STORES)
+	LOADERX_EXPORT_STORES=$(PY_STORES) $(PY) -m pytest py/tests -q
+
+## node:test suite of the js package: fixtures, the Python tests' stores, errors, sampler, QA.
+test-js:
+	cd js && LOADERX_EXPORT_STORES=$(PY_STORES) LOADERX_REQUIRE_PY_STORES=1 LOADERX_REQUIRE_PY=1 node --test test/
+
+## The same stores in headless Chromium (plain and threaded builds; HTTP Range and Files).
+test-browser:
+	LOADERX_EXPORT_STORES=$(PY_STORES) node js/test/browser/run.mjs
+
+## One golden store set; native, Python, Node and Chromium must report identical hashes.
+test-golden:
+	./tests/golden/run.sh
 
 ## `maturin build` makes a wheel that installs and works in a fresh venv.
 test-wheel:
 	./scripts/test_wheel.sh
-
-test-wasm-build:
-	$(CARGO) build -j$(JOBS) -p loaderx-core --target wasm32-unknown-unknown --release
 
 lint:
 	$(CARGO) clippy --workspace --all-targets -j$(JOBS) -- -D warnings
@@ -45,6 +61,10 @@ crash:
 
 bench:
 	$(CARGO) bench -j$(JOBS) -p loaderx-native --bench gather
+
+## Node and Chromium (plain, threaded) beside native single-thread, same store, one run.
+bench-js: setup js-build
+	node scripts/bench_js.mjs
 
 bench-py: setup py-build
 	$(PY) scripts/bench.py all

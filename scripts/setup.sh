@@ -7,16 +7,44 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO="sudo"; fi
 
-# clang builds zstd for wasm32 (gcc would leave env.* imports in the .wasm).
-if ! command -v clang >/dev/null; then
-  echo "setup: installing clang"
+# clang builds zstd for wasm32 (gcc would leave env.* imports in the .wasm); chromium runs the
+# browser tests; node/npm run the js package.
+APT=()
+command -v clang >/dev/null || APT+=(clang llvm)
+command -v chromium >/dev/null || APT+=(chromium)
+command -v npm >/dev/null || APT+=(nodejs npm)
+if [ ${#APT[@]} -gt 0 ]; then
+  echo "setup: installing ${APT[*]}"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq clang llvm >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${APT[@]}" >/dev/null
 fi
 
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   echo "setup: adding the wasm32-unknown-unknown target"
   rustup target add wasm32-unknown-unknown
+fi
+# The threaded wasm build: nightly with rust-src (-Z build-std) and the wasm32 target.
+if ! rustup toolchain list | grep -q '^nightly'; then
+  echo "setup: installing the nightly toolchain"
+  rustup toolchain install nightly --profile minimal
+fi
+if ! rustup +nightly component list --installed | grep -q '^rust-src'; then
+  echo "setup: adding rust-src to nightly"
+  rustup component add rust-src --toolchain nightly
+fi
+if ! rustup +nightly target list --installed | grep -qx wasm32-unknown-unknown; then
+  echo "setup: adding wasm32-unknown-unknown to nightly"
+  rustup target add wasm32-unknown-unknown --toolchain nightly
+fi
+# wasm-bindgen-cli must match the crate's pinned wasm-bindgen (=0.2.130); --locked fails.
+if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen 0.2.130" ]; then
+  echo "setup: installing wasm-bindgen-cli 0.2.130 (about 4 minutes)"
+  cargo install -q wasm-bindgen-cli --version 0.2.130
+fi
+# The js package's dev dependency (playwright-core drives Debian's chromium; no browser download).
+if [ ! -d js/node_modules/playwright-core ]; then
+  echo "setup: npm ci in js/"
+  (cd js && npm ci --no-audit --no-fund --silent)
 fi
 
 # The reference implementation, in its own venv, for the interop tests.

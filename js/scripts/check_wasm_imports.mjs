@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 let failed = false;
 for (const file of process.argv.slice(2)) {
   const imports = WebAssembly.Module.imports(new WebAssembly.Module(readFileSync(file)));
-  const env = imports.filter((i) => i.module === 'env' && !(i.kind === 'memory' && i.name === 'memory'));
+  const env = imports.filter((i) => i.module === 'env');
   if (env.length) {
     failed = true;
     console.error(`${file}: imports from env: ${env.map((i) => i.name).join(', ')}`);

@@ -11,6 +11,8 @@ import { loaderxError, ioError, isLoaderxError } from './errors.js';
 const MAX_SIDE_FILE = 64 << 20;
 /** Records per verify step. */
 const VERIFY_BATCH = 1024;
+/** Decoded bytes per verify step, at most (a single record may exceed it). */
+const VERIFY_BYTES = 64 << 20;
 /** Concurrent reads per call. */
 const READ_CONCURRENCY = 16;
 
@@ -62,6 +64,8 @@ export function makeApi(wasm) {
       try {
         const metaSize = await source.size('meta.zr');
         if (metaSize == null) throw loaderxError('LOADERX_NOT_FOUND', `no loaderx store at ${source.label}: meta.zr is missing`);
+        // Shorter than the header: not a store (the wasm Reader would call it corrupt).
+        if (metaSize < 16) throw loaderxError('LOADERX_NOT_A_STORE', `${source.label} is not a loaderx store: meta.zr is ${metaSize} bytes, shorter than the 16-byte header`);
         const head = (await source.read('meta.zr', 0, 16)) ?? new Uint8Array(0);
         const [schema, dict] = await Promise.all([sideFile(source, 'schema.msgpack'), sideFile(source, 'dict.zr')]);
         const reader = new wasm.Reader(head, metaSize, schema, dict);
@@ -216,22 +220,38 @@ export function makeApi(wasm) {
     /**
      * Decodes every record and checks lengths and bounds. Resolves to
      * `{ok, checked, length, bad: [{index, code, message}]}`; `onProgress(done, total)` is called
-     * after each batch.
+     * after each batch (at most `batchSize` records and about VERIFY_BYTES decoded bytes), the
+     * last time with `(total, total)`.
      */
     async verify({ onProgress, batchSize = VERIFY_BATCH } = {}) {
+      if (!Number.isSafeInteger(batchSize) || batchSize < 1) {
+        throw loaderxError('LOADERX_ARGUMENT', `verify batchSize must be a positive integer, got ${String(batchSize)}`);
+      }
       return this.#guard('verify', async () => {
         const total = this.reader.length;
         const bad = [];
-        for (let start = 0; start < total; start += batchSize) {
-          const end = Math.min(total, start + batchSize);
-          const idx = new Float64Array(end - start).map((_, k) => start + k);
+        for (let start = 0, end = 0; start < total; start = end) {
+          end = Math.min(total, start + batchSize);
+          let idx = new Float64Array(end - start).map((_, k) => start + k);
           let plan;
           try {
-            plan = await this.#withTable(idx, () => this.reader.plan(idx, this.source.maxGap, true, true));
+            plan = await this.#withTable(idx, () => {
+              // Keep the decoded batch well under the wasm output cap: big records (up to
+              // 1 MiB each, twice that as float32 from float16) get fewer per batch.
+              const lens = this.reader.lengths(idx);
+              let n = 1;
+              for (let sum = lens[0]; n < lens.length && sum + lens[n] <= VERIFY_BYTES; n++) sum += lens[n];
+              if (n < idx.length) {
+                idx = idx.subarray(0, n);
+                end = start + n;
+              }
+              return this.reader.plan(idx, this.source.maxGap, true, true);
+            });
           } catch (e) {
             if (!isLoaderxError(e) || e.code !== 'LOADERX_CORRUPT') throw e;
             // The table itself cannot be read: every record in the batch is lost.
             for (let i = start; i < end; i++) bad.push({ index: i, code: e.code, message: e.message });
+            onProgress?.(end, total);
             continue;
           }
           try {
@@ -242,6 +262,8 @@ export function makeApi(wasm) {
           }
           onProgress?.(end, total);
         }
+        // An empty store has no batch; report it done all the same.
+        if (total === 0) onProgress?.(0, 0);
         bad.sort((a, b) => a.index - b.index);
         return { ok: bad.length === 0, checked: total, length: total, bad };
       });

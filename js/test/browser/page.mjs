@@ -1,0 +1,109 @@
+// Runs in the test page (run.mjs imports it with page.evaluate): describes stores read over
+// HTTP (Range requests) and from in-memory File objects, and checks the error paths.
+import { describeStore } from './describe.mjs';
+
+const api = await import('/js/src/browser.js');
+
+/** The Files a user would pick for a store, with every byte fetched first. */
+async function filesOf(url, names) {
+  return Promise.all(names.map(async (f) => {
+    const res = await fetch(`${url}${f}`);
+    if (res.status !== 200) throw new Error(`fetching ${url}${f}: HTTP ${res.status}`);
+    return new File([await res.arrayBuffer()], f);
+  }));
+}
+
+/** Opens with `opts` and checks the store runs where asked: `threaded` true, false or any. */
+function opener(open, threaded) {
+  return async () => {
+    const store = await open();
+    if (threaded != null && Boolean(store.threaded) !== threaded) {
+      await store.close();
+      throw new Error(`threaded is ${store.threaded}, expected ${threaded}`);
+    }
+    return store;
+  };
+}
+
+export const env = () => ({
+  crossOriginIsolated: globalThis.crossOriginIsolated,
+  hardwareConcurrency: navigator.hardwareConcurrency,
+  chrome: navigator.userAgent.match(/Chrome\/[\d.]+/)?.[0],
+});
+
+/**
+ * Describes every store through each source in `sources` ('http', 'files').
+ * @param {{stores: {id: string, url: string, files: string[] | null}[], sources: string[],
+ *   opts?: object, threaded?: boolean, concurrency?: number}} o `files` null skips the Files source.
+ */
+export async function describeAll({ stores, sources, opts, threaded = null, concurrency = 3 }) {
+  const t0 = performance.now();
+  const out = {};
+  let next = 0;
+  const work = async () => {
+    while (next < stores.length) {
+      const s = stores[next++];
+      const r = (out[s.id] = {});
+      if (sources.includes('http')) r.http = await describeStore(opener(() => api.Store.open(s.url, opts), threaded));
+      if (sources.includes('files') && s.files) {
+        let files;
+        try {
+          files = await filesOf(s.url, s.files);
+        } catch (e) {
+          r.files = { fetch: String(e.message) };
+          continue;
+        }
+        r.files = await describeStore(opener(() => api.Store.open(files, opts), threaded));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, work));
+  return { env: env(), results: out, ms: Math.round(performance.now() - t0) };
+}
+
+async function codeOf(fn) {
+  try {
+    await fn();
+    return 'resolved';
+  } catch (e) {
+    return e && e.code ? e.code : `${e?.name}: ${e?.message}`;
+  }
+}
+
+/**
+ * The error paths, with `opts`: a store whose meta.zr magic is wrong, one with a truncated chunk
+ * (over HTTP and from Files), then a good store, which must still read as Node read it.
+ * Returns what happened; run.mjs judges it.
+ */
+export async function errorPaths({ magicUrl, truncUrl, truncFiles, goodUrl, opts }) {
+  const out = {};
+  out.magicHttp = await codeOf(() => api.Store.open(magicUrl, opts));
+  out.magicFiles = await codeOf(async () => api.Store.open(await filesOf(magicUrl, ['meta.zr', '0.zr', 'schema.msgpack']), opts));
+  for (const [key, source] of [['truncHttp', () => truncUrl], ['truncFiles', () => filesOf(truncUrl, truncFiles)]]) {
+    let store;
+    try {
+      store = await api.Store.open(await source(), opts);
+      const n = store.length;
+      const all = Array.from({ length: n }, (_, k) => k);
+      out[key] = {
+        open: 'resolved',
+        gather: await codeOf(() => store.gather(all)),
+        gatherBytes: await codeOf(() => store.gatherBytes(all)),
+        firstRecord: await codeOf(() => store.gatherBytes([0])),
+        verify: await store.verify().then((v) => ({ ok: v.ok, codes: [...new Set(v.bad.map((b) => b.code))], bad: v.bad.length }),
+          (e) => ({ error: e.code })),
+      };
+    } catch (e) {
+      out[key] = { open: e.code || String(e) };
+    } finally {
+      await store?.close();
+    }
+  }
+  out.afterwards = await describeStore(() => api.Store.open(goodUrl, opts));
+  return out;
+}
+
+/** On a server without Range support: opening must reject with LOADERX_NO_RANGE. */
+export async function noRange({ url, opts }) {
+  return codeOf(() => api.Store.open(url, opts));
+}
