@@ -66,7 +66,9 @@ impl ReadError {
     /// The record this error is about, if it is about one.
     pub fn index(&self) -> Option<u64> {
         match self {
-            ReadError::Format(FormatError::BadEntry { index, .. } | FormatError::OutsideChunk { index, .. })
+            ReadError::Format(
+                FormatError::BadEntry { index, .. } | FormatError::OutsideChunk { index, .. },
+            )
             | ReadError::Decode { index, .. }
             | ReadError::Short { index, .. }
             | ReadError::Shape { index, .. } => Some(*index),
@@ -123,7 +125,10 @@ impl TableCache {
             let want = self.page_range(page);
             let len = (want.end - want.start) as usize;
             let Some(chunk) = rest.get(..len) else {
-                return Err(ReadError::ShortTable { available: start + bytes.len() as u64, needed: self.end });
+                return Err(ReadError::ShortTable {
+                    available: start + bytes.len() as u64,
+                    needed: self.end,
+                });
             };
             if start % TABLE_PAGE == 0 {
                 self.pages.insert(page, chunk.into());
@@ -383,11 +388,10 @@ mod tests {
         let mut r = rules(&lens);
         r.max_gap = 50;
         let plan = plan_gather(&entries, &r, false).unwrap();
-        assert_eq!(plan.ranges, vec![ReadRange { chunk: 0, start: 0, end: 200 }, ReadRange {
-            chunk: 0,
-            start: 500,
-            end: 600
-        }]);
+        assert_eq!(
+            plan.ranges,
+            vec![ReadRange { chunk: 0, start: 0, end: 200 }, ReadRange { chunk: 0, start: 500, end: 600 }]
+        );
         let at: Vec<(usize, u64)> = plan.slots.iter().map(|s| (s.range, s.at)).collect();
         assert_eq!(at, vec![(1, 0), (0, 0), (0, 150), (0, 0)]);
     }

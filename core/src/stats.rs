@@ -24,7 +24,11 @@ pub struct Stats {
 impl Stats {
     /// Usage of a store with `header`, from its live entries.
     pub fn from_entries(header: &Header, entries: impl IntoIterator<Item = RecordLoc>) -> Stats {
-        let mut s = Stats { records: u64::from(header.length), chunk_bytes: header.chunk_bytes(), ..Stats::default() };
+        let mut s = Stats {
+            records: u64::from(header.length),
+            chunk_bytes: header.chunk_bytes(),
+            ..Stats::default()
+        };
         for loc in entries {
             s.live_bytes += u64::from(loc.phys_length);
             s.logical_bytes += u64::from(loc.logic_length);

@@ -95,7 +95,8 @@ impl ElementView {
                 Conversion::None
             }
         };
-        let plain = |array: ArrayType| ElementView { array, itemsize, extra_dim: None, conversion: swap(itemsize) };
+        let plain =
+            |array: ArrayType| ElementView { array, itemsize, extra_dim: None, conversion: swap(itemsize) };
         let bytes = ElementView {
             array: ArrayType::Uint8,
             itemsize,
@@ -123,9 +124,12 @@ impl ElementView {
                 let array = if itemsize == 8 { ArrayType::Float32 } else { ArrayType::Float64 };
                 ElementView { array, itemsize, extra_dim: Some(2), conversion: swap(itemsize / 2) }
             }
-            (DKind::Unicode, n) if n > 0 => {
-                ElementView { array: ArrayType::Uint32, itemsize, extra_dim: Some(n / 4), conversion: swap(4) }
-            }
+            (DKind::Unicode, n) if n > 0 => ElementView {
+                array: ArrayType::Uint32,
+                itemsize,
+                extra_dim: Some(n / 4),
+                conversion: swap(4),
+            },
             _ => bytes,
         }
     }
@@ -159,7 +163,11 @@ impl ElementView {
             Conversion::HalfToSingle(order) => {
                 for (d, s) in dst.chunks_exact_mut(4).zip(src.chunks_exact(2)) {
                     let pair = [s[0], s[1]];
-                    let bits = if order == ByteOrder::Big { u16::from_be_bytes(pair) } else { u16::from_le_bytes(pair) };
+                    let bits = if order == ByteOrder::Big {
+                        u16::from_be_bytes(pair)
+                    } else {
+                        u16::from_le_bytes(pair)
+                    };
                     d.copy_from_slice(&half::f16::from_bits(bits).to_f32().to_le_bytes());
                 }
             }
@@ -196,12 +204,15 @@ mod tests {
         assert_eq!(view("<M8[s]").array, ArrayType::BigInt64);
         assert_eq!(view("<f4").conversion, Conversion::None);
         assert_eq!(view(">i4").conversion, Conversion::Swap(4));
-        assert_eq!(view(">c16"), ElementView {
-            array: ArrayType::Float64,
-            itemsize: 16,
-            extra_dim: Some(2),
-            conversion: Conversion::Swap(8)
-        });
+        assert_eq!(
+            view(">c16"),
+            ElementView {
+                array: ArrayType::Float64,
+                itemsize: 16,
+                extra_dim: Some(2),
+                conversion: Conversion::Swap(8)
+            }
+        );
         assert_eq!(view("|V12").extra_dim, Some(12));
         assert_eq!(view("<U3").extra_dim, Some(3));
         assert_eq!(view("<f16").array, ArrayType::Uint8);

@@ -77,7 +77,8 @@ export declare class Store {
   /** Decoded record bytes, before dtype conversion. */
   gatherBytes(indices: Indices): Promise<Shaped<Uint8Array>[]>;
   lengths(indices: Indices): Promise<Float64Array>;
-  verify(options?: { onProgress?: (done: number, total: number) => void }): Promise<VerifyReport>;
+  /** `batchSize`: records per step (default 1024; fewer when records are big). */
+  verify(options?: { onProgress?: (done: number, total: number) => void; batchSize?: number }): Promise<VerifyReport>;
   stats(): Promise<Stats>;
   close(): Promise<void>;
 }

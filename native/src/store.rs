@@ -333,7 +333,10 @@ impl Store {
         let header = meta.header();
         let entries = (0..u64::from(header.length)).map(|index| {
             meta.entry(index).ok_or_else(|| {
-                Error::corrupt(self.dir.join("meta.zr"), format!("entry {index} lies past the end of the file"))
+                Error::corrupt(
+                    self.dir.join("meta.zr"),
+                    format!("entry {index} lies past the end of the file"),
+                )
             })
         });
         let entries = entries.collect::<Result<Vec<_>>>()?;

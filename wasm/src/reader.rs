@@ -107,7 +107,10 @@ impl Reader {
         if lens.len() as u64 > MAX_CHUNKS {
             return Err(argument("more chunk sizes than the 4096-chunk limit"));
         }
-        self.chunk_lens = lens.iter().map(|&x| (x >= 0.0).then(|| size(x, "chunk size")).transpose()).collect::<Result<_, _>>()?;
+        self.chunk_lens = lens
+            .iter()
+            .map(|&x| (x >= 0.0).then(|| size(x, "chunk size")).transpose())
+            .collect::<Result<_, _>>()?;
         Ok(())
     }
 
@@ -242,7 +245,10 @@ impl Reader {
         checked
             .into_iter()
             .map(|i| {
-                let loc = self.table.entry(i).ok_or_else(|| argument("table entries not loaded (call tableRanges first)"))?;
+                let loc = self
+                    .table
+                    .entry(i)
+                    .ok_or_else(|| argument("table entries not loaded (call tableRanges first)"))?;
                 Ok((i, loc))
             })
             .collect()

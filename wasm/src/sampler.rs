@@ -38,6 +38,7 @@ impl Sampler {
     }
 
     /// The batch at the current step; advances the step.
+    #[allow(clippy::should_implement_trait)] // JavaScript's name; this is not a Rust iterator.
     pub fn next(&mut self) -> Result<Vec<f64>, JsValue> {
         let step = self.inner.step();
         let out = self.batch_at(step)?;

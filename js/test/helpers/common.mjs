@@ -49,7 +49,7 @@ export function expectedRecordBytes(entry, exp, k) {
     const start = exp.lengths.slice(0, k).reduce((a, b) => a + b, 0);
     return values.data.subarray(start, start + n);
   }
-  const rowBytes = values.itemsize * entry.item_shape.reduce((a, b) => a * b, 1);
+  const rowBytes = values.itemsize * (entry.item_shape ?? []).reduce((a, b) => a * b, 1);
   return values.data.subarray(exp.rowSplits[k] * rowBytes, exp.rowSplits[k + 1] * rowBytes);
 }
 
