@@ -38,7 +38,7 @@ test-py:
 
 ## node:test suite of the js package: fixtures, the Python tests' stores, errors, sampler, QA.
 test-js:
-	cd js && LOADERX_EXPORT_STORES=$(PY_STORES) LOADERX_REQUIRE_PY_STORES=1 LOADERX_REQUIRE_PY=1 node --test test/
+	cd js && LOADERX_EXPORT_STORES=$(PY_STORES) LOADERX_REQUIRE_PY_STORES=1 LOADERX_REQUIRE_PY=1 node --test test/*.test.mjs
 
 ## The same stores in headless Chromium (plain and threaded builds; HTTP Range and Files).
 test-browser:

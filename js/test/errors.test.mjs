@@ -395,6 +395,30 @@ describe('I/O failures', () => {
       }
     });
 
+    test('an empty file answered with a bodiless 200 is an empty file, not LOADERX_NO_RANGE', async () => {
+      const dir = copy('empty_dense'); // its 0.zr is empty
+      const base = new URL(`${dir.slice(tmp.length + 1)}/`, server.url);
+      let rewritten = 0;
+      const fetch = async (url, init) => {
+        const res = await globalThis.fetch(url, init);
+        if (res.status !== 416 || res.headers.get('Content-Range') !== 'bytes */0') return res;
+        rewritten++;
+        return new Response(null, { status: 200, headers: { 'Content-Length': '0' } });
+      };
+      const store = await Store.open(new HttpSource(base, { fetch }));
+      try {
+        assert.ok(rewritten > 0);
+        assert.equal(store.length, 0);
+        assert.equal((await store.stats()).fileBytes['0.zr'], 0);
+        assert.equal((await store.verify()).ok, true);
+      } finally {
+        await store.close();
+      }
+      // A 200 with a body is still refused.
+      const withBody = async (url) => new Response(new Uint8Array(100), { status: 200 });
+      await rejectsWith(Store.open(new HttpSource(base, { fetch: withBody })), 'LOADERX_NO_RANGE');
+    });
+
     test('a 404 store is LOADERX_NOT_FOUND', async () => {
       await rejectsWith(Store.open(new URL('no-such-store/', server.url).href), 'LOADERX_NOT_FOUND');
     });

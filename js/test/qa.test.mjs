@@ -21,7 +21,7 @@ function qa(...args) {
 
 const manifest = loadManifest();
 
-describe('qa.mjs on every fixture', () => {
+describe('qa.mjs on every fixture', { concurrency: 3 }, () => {
   for (const entry of manifest.stores) {
     test(entry.name, async () => {
       const dir = storeDir(entry);

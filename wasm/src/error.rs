@@ -27,7 +27,10 @@ pub(crate) fn js_error(code: &str, message: &str, index: Option<u64>) -> JsValue
 /// The stable code of a read error.
 pub(crate) fn read_code(e: &ReadError) -> &'static str {
     match e {
-        ReadError::Format(FormatError::NotAStore { .. }) => "LOADERX_NOT_A_STORE",
+        // A meta.zr too short to hold a header is not a store either.
+        ReadError::Format(
+            FormatError::NotAStore { .. } | FormatError::MetaTooShort { length: 0, needed: 16, .. },
+        ) => "LOADERX_NOT_A_STORE",
         ReadError::Index { .. } => "LOADERX_INDEX",
         ReadError::TooLarge { .. } => "LOADERX_TOO_LARGE",
         _ => "LOADERX_CORRUPT",

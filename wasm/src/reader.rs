@@ -171,7 +171,8 @@ impl Reader {
         let view = if typed { self.typed.as_ref().map(|t| t.view) } else { None };
         let rules = PlanRules {
             chunk_lens: &self.chunk_lens,
-            dense_item: self.typed.as_ref().filter(|t| t.kind == Kind::Dense).map(|t| t.item_bytes),
+            // Raw reads return records as stored; typed reads need every dense record whole.
+            dense_item: self.typed.as_ref().filter(|t| typed && t.kind == Kind::Dense).map(|t| t.item_bytes),
             view,
             max_gap: size(max_gap, "maxGap")?,
             max_out: MAX_OUT,

@@ -33,6 +33,9 @@ export class HttpSource {
       throw ioError(e, `fetching ${url} failed`);
     }
     if (res.status === 200) {
+      // An empty file has no byte to range over, and some servers answer that with a bodiless
+      // 200 rather than 416: nothing to download, so it is just an empty file.
+      if (res.headers.get('Content-Length') === '0') return res;
       try { await res.body?.cancel(); } catch { /* already closed */ }
       throw loaderxError('LOADERX_NO_RANGE', `${url}: the server ignored the Range header (HTTP 200); loaderx needs a server with byte-range support`);
     }
@@ -45,6 +48,7 @@ export class HttpSource {
     let size;
     if (res.status === 404 || res.status === 410) size = null;
     else if (res.status === 416) size = Number((res.headers.get('Content-Range') || '').match(UNSATISFIED)?.[1] ?? 0);
+    else if (res.status === 200) size = 0; // an empty file (see get)
     else if (res.status === 206) {
       const m = (res.headers.get('Content-Range') || '').match(TOTAL);
       if (!m || m[3] === '*') throw loaderxError('LOADERX_IO', `${this.url(name)}: no file size in Content-Range`);
@@ -65,7 +69,8 @@ export class HttpSource {
       await res.body?.cancel().catch(() => {});
       return null;
     }
-    if (res.status === 416) {
+    if (res.status === 416 || res.status === 200) {
+      // Past the end of the file, or an empty file (see get).
       await res.body?.cancel().catch(() => {});
       return new Uint8Array(0);
     }

@@ -173,11 +173,11 @@ try {
   const threadedOpts = { worker: true, threads: true };
   const [pPlain, pThreaded, pExtra] = await Promise.all([
     (async () => ({
-      all: await inPage(plain, 'describeAll', { stores: forPage(plain, stores), sources: ['http', 'files'], threaded: false }),
+      all: await inPage(plain, 'describeAll', { stores: forPage(plain, stores), sources: ['http', 'files'], threaded: false, concurrency: 12 }),
       errors: await inPage(plain, 'errorPaths', errArgs(plain, undefined)),
     }))(),
     (async () => ({
-      all: await inPage(isolated, 'describeAll', { stores: forPage(isolated, threadedStores), sources: ['http', 'files'], opts: threadedOpts, threaded: true, concurrency: 6 }),
+      all: await inPage(isolated, 'describeAll', { stores: forPage(isolated, threadedStores), sources: ['http', 'files'], opts: threadedOpts, threaded: true, concurrency: 8 }),
       errors: await inPage(isolated, 'errorPaths', errArgs(isolated, threadedOpts)),
     }))(),
     (async () => ({
