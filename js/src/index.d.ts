@@ -95,7 +95,7 @@ export declare class Sampler {
 }
 
 export declare class NodeSource implements Source { constructor(dir: string); label: string; maxGap: number; size(n: string): Promise<number | null>; read(n: string, s: number, e: number): Promise<Uint8Array | null>; }
-export declare class HttpSource implements Source { constructor(base: string | URL, options?: { fetch?: typeof fetch; headers?: Record<string, string> }); label: string; maxGap: number; size(n: string): Promise<number | null>; read(n: string, s: number, e: number): Promise<Uint8Array | null>; }
+export declare class HttpSource implements Source { constructor(base: string | URL, options?: { fetch?: typeof fetch; headers?: Record<string, string>; cacheBytes?: number }); label: string; maxGap: number; size(n: string): Promise<number | null>; read(n: string, s: number, e: number): Promise<Uint8Array | null>; }
 export declare class MemorySource implements Source { constructor(files: Record<string, Uint8Array | ArrayBuffer>, label?: string); label: string; maxGap: number; size(n: string): Promise<number | null>; read(n: string, s: number, e: number): Promise<Uint8Array | null>; }
 export declare class BlobSource implements Source { constructor(files: Map<string, Blob> | Record<string, Blob>, label?: string); static fromFiles(files: Iterable<File> | FileList): BlobSource; label: string; maxGap: number; size(n: string): Promise<number | null>; read(n: string, s: number, e: number): Promise<Uint8Array | null>; }
 export declare function filesFromDataTransfer(dt: DataTransfer): Promise<BlobSource>;

@@ -39,6 +39,37 @@ function toIndexArray(indices) {
   return arr;
 }
 
+/**
+ * Recently read chunk ranges, least recently used first out. Sources that are slow to read (HTTP)
+ * set `cacheBytes`; local files rely on the OS cache. Only complete reads are kept, and a range
+ * is reused only for the identical request (the same batch read again, as a viewer does).
+ */
+class RangeCache {
+  constructor(capacity) {
+    this.capacity = capacity;
+    this.used = 0;
+    this.map = new Map();
+  }
+  get(key) {
+    const v = this.map.get(key);
+    if (v) {
+      this.map.delete(key);
+      this.map.set(key, v);
+    }
+    return v;
+  }
+  put(key, bytes) {
+    if (bytes.byteLength > this.capacity / 4 || this.map.has(key)) return;
+    for (const [k, v] of this.map) {
+      if (this.used + bytes.byteLength <= this.capacity) break;
+      this.map.delete(k);
+      this.used -= v.byteLength;
+    }
+    this.map.set(key, bytes);
+    this.used += bytes.byteLength;
+  }
+}
+
 /** Builds the public API over one wasm build (`wasm` is its module namespace). */
 export function makeApi(wasm) {
   async function sideFile(source, name) {
@@ -57,6 +88,7 @@ export function makeApi(wasm) {
       this.reader = reader;
       this.info = info;
       this.closed = false;
+      this.cache = new RangeCache(source.cacheBytes ?? 0);
     }
 
     /** Opens a store from a source (see the entry points for paths, URLs, files and bytes). */
@@ -148,8 +180,14 @@ export function makeApi(wasm) {
       const r = plan.ranges();
       const jobs = [];
       for (let k = 0; k < r.length; k += 3) jobs.push([r[k], r[k + 1], r[k + 2]]);
-      const parts = await mapLimit(jobs, READ_CONCURRENCY, async ([chunk, start, end]) =>
-        (await this.source.read(`${chunk}.zr`, start, end)) ?? new Uint8Array(0));
+      const parts = await mapLimit(jobs, READ_CONCURRENCY, async ([chunk, start, end]) => {
+        const key = `${chunk}:${start}:${end}`;
+        const hit = this.cache.get(key);
+        if (hit) return hit;
+        const bytes = (await this.source.read(`${chunk}.zr`, start, end)) ?? new Uint8Array(0);
+        if (bytes.byteLength === end - start) this.cache.put(key, bytes);
+        return bytes;
+      });
       this.#check();
       let total = 0;
       for (const p of parts) total += p.byteLength;

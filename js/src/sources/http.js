@@ -17,6 +17,8 @@ export class HttpSource {
     this.fetch = options.fetch || globalThis.fetch.bind(globalThis);
     this.headers = options.headers || {};
     this.maxGap = 1 << 18;
+    /** Recently read record ranges kept in memory (see RangeCache in store.js). */
+    this.cacheBytes = options.cacheBytes ?? 64 << 20;
     this.sizes = new Map();
   }
 
@@ -90,7 +92,7 @@ export class HttpSource {
   }
 
   descriptor() {
-    return { kind: 'http', base: this.base, headers: this.headers };
+    return { kind: 'http', base: this.base, headers: this.headers, cacheBytes: this.cacheBytes };
   }
   close() {}
 }

@@ -24,7 +24,7 @@ export function browserSource(source) {
 /** Rebuilds a source from its structured-clonable descriptor (in a worker). */
 export function fromDescriptor(d) {
   switch (d.kind) {
-    case 'http': return new HttpSource(d.base, { headers: d.headers });
+    case 'http': return new HttpSource(d.base, { headers: d.headers, cacheBytes: d.cacheBytes });
     case 'blobs': return new BlobSource(d.files, d.label);
     case 'dir': return new DirectoryHandleSource(d.handle);
     case 'memory': return new MemorySource(d.files, d.label);
