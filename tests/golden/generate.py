@@ -43,8 +43,9 @@ Typed shape of a record: dense ``item_shape + extra``; ragged ``[rows] + item_sh
 no schema ``[nbytes]``.
 
 Readers (read_py.py, the Rust test, read_node.mjs, read_browser.mjs) write
-``{"reader", "stores": {NAME: {"length", "records", "typed_sha256", "shapes", "schema"}},
-"sampler": {NAME: {"batch_at", "first", "next"}}}`` and compare.py checks them against this manifest.
+``{"reader", "stores": {NAME: {"length", "records", "typed_sha256", "shapes", "schema",
+optionally "lengths" and (JS) "array_type"}}, "sampler": {NAME: {"batch_at", "first",
+"next": {"batches", "step_after"}}}}`` and compare.py checks them against this manifest, exactly.
 """
 
 import hashlib

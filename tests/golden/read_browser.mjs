@@ -24,7 +24,7 @@ if (!dir) {
 JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
 
 /** Stores read at once per page. */
-const CONCURRENCY = { plain: 3, threaded: Number(process.env.LOADERX_BROWSER_CONCURRENCY || 6) };
+const CONCURRENCY = { plain: 6, threaded: Number(process.env.LOADERX_BROWSER_CONCURRENCY || 6) };
 
 const t0 = Date.now();
 const servers = {

@@ -2,7 +2,10 @@
 // HTTP (Range requests) and from in-memory File objects, and checks the error paths.
 import { describeStore } from './describe.mjs';
 
-const api = await import('/js/src/browser.js');
+// Loaded on first use, so that importing this file outside a page (node --test walks js/test/)
+// does nothing.
+let api;
+const load = async () => { api ??= await import('/js/src/browser.js'); };
 
 /** The Files a user would pick for a store, with every byte fetched first. */
 async function filesOf(url, names) {
@@ -37,6 +40,7 @@ export const env = () => ({
  *   opts?: object, threaded?: boolean, concurrency?: number}} o `files` null skips the Files source.
  */
 export async function describeAll({ stores, sources, opts, threaded = null, concurrency = 3 }) {
+  await load();
   const t0 = performance.now();
   const out = {};
   let next = 0;
@@ -76,6 +80,7 @@ async function codeOf(fn) {
  * Returns what happened; run.mjs judges it.
  */
 export async function errorPaths({ magicUrl, truncUrl, truncFiles, goodUrl, opts }) {
+  await load();
   const out = {};
   out.magicHttp = await codeOf(() => api.Store.open(magicUrl, opts));
   out.magicFiles = await codeOf(async () => api.Store.open(await filesOf(magicUrl, ['meta.zr', '0.zr', 'schema.msgpack']), opts));
@@ -105,5 +110,6 @@ export async function errorPaths({ magicUrl, truncUrl, truncFiles, goodUrl, opts
 
 /** On a server without Range support: opening must reject with LOADERX_NO_RANGE. */
 export async function noRange({ url, opts }) {
+  await load();
   return codeOf(() => api.Store.open(url, opts));
 }
