@@ -72,8 +72,8 @@ class RangeCache {
 
 /** Builds the public API over one wasm build (`wasm` is its module namespace). */
 export function makeApi(wasm) {
-  async function sideFile(source, name) {
-    const size = await source.size(name);
+  /** Reads a small file whole (schema.msgpack, dict.zr) once its size is known. */
+  async function sideFile(source, name, size) {
     if (size == null) return undefined;
     if (size > MAX_SIDE_FILE) throw loaderxError('LOADERX_CORRUPT', `${name} is ${size} bytes, larger than any loaderx ${name}`);
     const bytes = await source.read(name, 0, size);
@@ -94,18 +94,24 @@ export function makeApi(wasm) {
     /** Opens a store from a source (see the entry points for paths, URLs, files and bytes). */
     static async open(source) {
       try {
-        const metaSize = await source.size('meta.zr');
+        // Two rounds of concurrent requests (this matters over HTTP): the sizes and the header,
+        // then the schema, the dictionary and the chunk sizes.
+        const [metaSize, head, schemaSize, dictSize] = await Promise.all([
+          source.size('meta.zr'), source.read('meta.zr', 0, 16), source.size('schema.msgpack'), source.size('dict.zr'),
+        ]);
         if (metaSize == null) throw loaderxError('LOADERX_NOT_FOUND', `no loaderx store at ${source.label}: meta.zr is missing`);
-        // Shorter than the header: not a store (the wasm Reader would call it corrupt).
-        if (metaSize < 16) throw loaderxError('LOADERX_NOT_A_STORE', `${source.label} is not a loaderx store: meta.zr is ${metaSize} bytes, shorter than the 16-byte header`);
-        const head = (await source.read('meta.zr', 0, 16)) ?? new Uint8Array(0);
-        const [schema, dict] = await Promise.all([sideFile(source, 'schema.msgpack'), sideFile(source, 'dict.zr')]);
-        const reader = new wasm.Reader(head, metaSize, schema, dict);
+        const reader = new wasm.Reader(head ?? new Uint8Array(0), metaSize);
         try {
           const chunks = Array.from({ length: reader.tailChunk + 1 }, (_, c) => `${c}.zr`);
-          const lens = await mapLimit(chunks, READ_CONCURRENCY, (n) => source.size(n));
+          const [schema, dict, lens] = await Promise.all([
+            sideFile(source, 'schema.msgpack', schemaSize),
+            sideFile(source, 'dict.zr', dictSize),
+            mapLimit(chunks, READ_CONCURRENCY, (n) => source.size(n)),
+          ]);
+          if (schema) reader.setSchema(schema);
+          if (dict) reader.setDict(dict);
           reader.setChunkLens(Float64Array.from(lens, (x) => (x == null ? -1 : x)));
-          const fileBytes = { 'meta.zr': metaSize, 'schema.msgpack': schema?.byteLength ?? 0, 'dict.zr': dict?.byteLength ?? 0 };
+          const fileBytes = { 'meta.zr': metaSize, 'schema.msgpack': schemaSize ?? 0, 'dict.zr': dictSize ?? 0 };
           chunks.forEach((n, k) => { fileBytes[n] = lens[k] ?? 0; });
           return new this(source, reader, { schema: reader.schema(), fileBytes });
         } catch (e) {

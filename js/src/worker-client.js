@@ -1,5 +1,7 @@
-// A Store hosted in a dedicated Web Worker (worker.js): the same async API as Store, with the
-// decoding off the calling thread. Results come back as transferred buffers.
+// Stores hosted in a dedicated Web Worker (worker.js): the same async API as Store, with the
+// decoding off the calling thread. One worker per build flavour (plain or threaded) hosts every
+// store opened with it, so a second store costs no new worker or thread pool; the worker ends
+// when its last store closes. Results come back as transferred buffers.
 import { loaderxError } from './errors.js';
 
 function revive(err) {
@@ -16,14 +18,15 @@ function withShapes(value) {
   return value;
 }
 
-export class WorkerStore {
-  constructor(worker, meta) {
-    this.worker = worker;
-    this.meta = meta;
+/** One worker and its pending calls. */
+class Host {
+  constructor(threads) {
+    this.worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+    this.threads = threads;
     this.pending = new Map();
     this.nextId = 1;
-    this.closed = false;
-    worker.onmessage = ({ data }) => {
+    this.stores = 0;
+    this.worker.onmessage = ({ data }) => {
       const p = this.pending.get(data.id);
       if (!p) return;
       if (data.progress) return p.onProgress?.(...data.progress);
@@ -31,28 +34,15 @@ export class WorkerStore {
       if (data.error) p.reject(revive(data.error));
       else p.resolve(withShapes(data.value));
     };
-    worker.onerror = (ev) => this.#failAll(ev.message || 'the loaderx worker failed');
+    this.worker.onerror = (ev) => this.fail(ev.message || 'the loaderx worker failed');
   }
 
-  #failAll(message) {
+  fail(message) {
     for (const p of this.pending.values()) p.reject(loaderxError('LOADERX_IO', message));
     this.pending.clear();
   }
 
-  static async open(source, { threads = false } = {}) {
-    const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
-    const client = new WorkerStore(worker, null);
-    try {
-      client.meta = await client.#call('open', [source.descriptor(), threads]);
-    } catch (e) {
-      worker.terminate();
-      throw e;
-    }
-    return client;
-  }
-
-  #call(op, args, onProgress) {
-    if (this.closed) return Promise.reject(loaderxError('LOADERX_CLOSED', 'the store is closed'));
+  call(op, args, onProgress) {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject, onProgress });
@@ -63,6 +53,44 @@ export class WorkerStore {
         reject(loaderxError('LOADERX_ARGUMENT', `cannot send these arguments to the worker: ${e.message}`));
       }
     });
+  }
+
+  release() {
+    if (--this.stores === 0) {
+      if (hosts.get(this.threads) === this) hosts.delete(this.threads);
+      this.worker.terminate();
+      this.fail('the worker has ended');
+    }
+  }
+}
+
+const hosts = new Map();
+
+export class WorkerStore {
+  constructor(host, meta) {
+    this.host = host;
+    this.meta = meta;
+    this.closed = false;
+  }
+
+  static async open(source, { threads = false } = {}) {
+    let host = hosts.get(threads);
+    if (!host) {
+      host = new Host(threads);
+      hosts.set(threads, host);
+    }
+    host.stores++;
+    try {
+      return new WorkerStore(host, await host.call('open', [source.descriptor(), threads]));
+    } catch (e) {
+      host.release();
+      throw e;
+    }
+  }
+
+  #call(op, args, onProgress) {
+    if (this.closed) return Promise.reject(loaderxError('LOADERX_CLOSED', 'the store is closed'));
+    return this.host.call(op, [this.meta.id, ...args], onProgress);
   }
 
   get length() { return this.meta.length; }
@@ -77,13 +105,12 @@ export class WorkerStore {
   gatherBytes(indices) { return this.#call('gatherBytes', [Array.from(indices, Number)]); }
   lengths(indices) { return this.#call('lengths', [Array.from(indices, Number)]); }
   stats() { return this.#call('stats', []); }
-  verify({ onProgress } = {}) { return this.#call('verify', [], onProgress); }
+  verify({ onProgress, batchSize } = {}) { return this.#call('verify', [batchSize], onProgress); }
 
   async close() {
     if (this.closed) return;
     try { await this.#call('close', []); } catch { /* closing anyway */ }
     this.closed = true;
-    this.worker.terminate();
-    this.#failAll('the store is closed');
+    this.host.release();
   }
 }

@@ -1,10 +1,13 @@
 // The worker behind WorkerStore: loads the threaded wasm build (cross-origin isolated pages) or
-// the plain one, opens the store from a source descriptor and answers calls.
+// the plain one once, then opens stores from source descriptors and answers calls on them.
 import { makeApi } from './store.js';
 import { fromDescriptor } from './sources/index.js';
 
-let store = null;
+/** The loaded build, loaded once even when opens arrive together. */
+let api = null;
 let threaded = false;
+const stores = new Map();
+let nextStore = 1;
 
 async function load(threads) {
   if (threads && globalThis.crossOriginIsolated) {
@@ -26,41 +29,52 @@ function pack(value, single) {
   return [{ __typed: true, single, items }, buffers];
 }
 
+function store(id) {
+  const s = stores.get(id);
+  if (!s) throw Object.assign(new Error('the store is closed'), { code: 'LOADERX_CLOSED' });
+  return s;
+}
+
 const ops = {
   async open([descriptor, threads]) {
-    const api = await load(threads);
-    store = await api.Store.open(fromDescriptor(descriptor));
-    return [{ length: store.length, schema: store.schema, header: store.header, hasDict: store.hasDict, threaded }, []];
+    api ??= load(threads).catch((e) => { api = null; throw e; });
+    const s = await (await api).Store.open(fromDescriptor(descriptor));
+    const id = nextStore++;
+    stores.set(id, s);
+    return [{ id, length: s.length, schema: s.schema, header: s.header, hasDict: s.hasDict, threaded }, []];
   },
-  async gather([indices]) {
-    const r = await store.gather(indices);
+  async gather([id, indices]) {
+    const r = await store(id).gather(indices);
     return Array.isArray(r) ? pack(r, false) : pack(r, true);
   },
-  async get([i]) {
-    return pack(await store.get(i), true);
+  async get([id, i]) {
+    return pack(await store(id).get(i), true);
   },
-  async gatherBytes([indices]) {
-    return pack(await store.gatherBytes(indices), false);
+  async gatherBytes([id, indices]) {
+    return pack(await store(id).gatherBytes(indices), false);
   },
-  async lengths([indices]) {
-    const r = await store.lengths(indices);
+  async lengths([id, indices]) {
+    const r = await store(id).lengths(indices);
     return [r, [r.buffer]];
   },
-  async stats() {
-    return [await store.stats(), []];
+  async stats([id]) {
+    return [await store(id).stats(), []];
   },
-  async verify(_, id) {
-    return [await store.verify({ onProgress: (d, t) => postMessage({ id, progress: [d, t] }) }), []];
+  async verify([id, batchSize], call) {
+    const onProgress = (d, t) => postMessage({ id: call, progress: [d, t] });
+    return [await store(id).verify({ onProgress, ...(batchSize === undefined ? {} : { batchSize }) }), []];
   },
-  async close() {
-    await store?.close();
+  async close([id]) {
+    const s = stores.get(id);
+    stores.delete(id);
+    await s?.close();
     return [null, []];
   },
 };
 
 onmessage = async ({ data: { id, op, args } }) => {
   try {
-    if (!ops[op] || (op !== 'open' && !store)) throw Object.assign(new Error(`unknown call ${op}`), { code: 'LOADERX_ARGUMENT' });
+    if (!ops[op]) throw Object.assign(new Error(`unknown call ${op}`), { code: 'LOADERX_ARGUMENT' });
     const [value, transfer] = await ops[op](args, id);
     postMessage({ id, value }, transfer);
   } catch (e) {

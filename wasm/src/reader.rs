@@ -57,26 +57,33 @@ fn set(obj: &js_sys::Object, key: &str, value: impl Into<JsValue>) {
 
 #[wasm_bindgen]
 impl Reader {
-    /// Opens a store from the first bytes of `meta.zr` (at least 16; fewer is "not a store"),
-    /// the size of `meta.zr`, and the bytes of `schema.msgpack` and `dict.zr` when present.
+    /// Opens a store from the first bytes of `meta.zr` (at least 16; fewer is "not a store")
+    /// and the size of `meta.zr`. Add `schema.msgpack`, `dict.zr` and the chunk sizes next.
     #[wasm_bindgen(constructor)]
-    pub fn new(
-        header: &[u8],
-        meta_len: f64,
-        schema: Option<Vec<u8>>,
-        dict: Option<Vec<u8>>,
-    ) -> Result<Reader, JsValue> {
+    pub fn new(header: &[u8], meta_len: f64) -> Result<Reader, JsValue> {
         let meta_len = size(meta_len, "meta.zr size")?;
         let header = Header::read(header).map_err(from_format)?;
         header.validate(meta_len).map_err(from_format)?;
-        let typed = schema.map(|bytes| parse_schema(&bytes)).transpose().map_err(from_schema)?;
         Ok(Reader {
             header,
             chunk_lens: Vec::new(),
-            dict: dict.map(Dictionary::new),
-            typed,
+            dict: None,
+            typed: None,
             table: TableCache::new(u64::from(header.length)),
         })
+    }
+
+    /// Parses and checks the bytes of `schema.msgpack`.
+    #[wasm_bindgen(js_name = setSchema)]
+    pub fn set_schema(&mut self, bytes: &[u8]) -> Result<(), JsValue> {
+        self.typed = Some(parse_schema(bytes).map_err(from_schema)?);
+        Ok(())
+    }
+
+    /// Loads the bytes of `dict.zr` (prepared once for every later decode).
+    #[wasm_bindgen(js_name = setDict)]
+    pub fn set_dict(&mut self, bytes: Vec<u8>) {
+        self.dict = Some(Dictionary::new(bytes));
     }
 
     /// Live records.
