@@ -55,6 +55,10 @@ export interface Source {
   maxGap: number;
   size(name: string): Promise<number | null>;
   read(name: string, start: number, end: number): Promise<Uint8Array | null>;
+  /** Optional: read [start, end) straight into `target` at `offset`; resolves to the bytes read. */
+  readInto?(name: string, start: number, end: number, target: Uint8Array, offset: number): Promise<number | null>;
+  /** Bytes of recently read record ranges to keep (for slow sources such as HTTP). */
+  cacheBytes?: number;
   close?(): void | Promise<void>;
 }
 

@@ -181,28 +181,35 @@ export function makeApi(wasm) {
       }
     }
 
-    /** Reads a plan's ranges and decodes them; frees the plan unless `keep`. */
+    /**
+     * Reads a plan's ranges into one buffer, each at its planned position, and decodes them.
+     * Sources with `readInto` read straight into that buffer; others (HTTP, with its range cache)
+     * return a piece that is copied in.
+     */
     async #run(plan) {
       const r = plan.ranges();
       const jobs = [];
-      for (let k = 0; k < r.length; k += 3) jobs.push([r[k], r[k + 1], r[k + 2]]);
-      const parts = await mapLimit(jobs, READ_CONCURRENCY, async ([chunk, start, end]) => {
+      let at = 0;
+      for (let k = 0; k < r.length; k += 3) {
+        jobs.push([r[k], r[k + 1], r[k + 2], at]);
+        at += r[k + 2] - r[k + 1];
+      }
+      const data = new Uint8Array(at);
+      const source = this.source;
+      const got = await mapLimit(jobs, READ_CONCURRENCY, async ([chunk, start, end, offset]) => {
+        const name = `${chunk}.zr`;
+        if (source.readInto) return source.readInto(name, start, end, data, offset);
         const key = `${chunk}:${start}:${end}`;
-        const hit = this.cache.get(key);
-        if (hit) return hit;
-        const bytes = (await this.source.read(`${chunk}.zr`, start, end)) ?? new Uint8Array(0);
-        if (bytes.byteLength === end - start) this.cache.put(key, bytes);
-        return bytes;
+        let bytes = this.cache.get(key);
+        if (!bytes) {
+          bytes = (await source.read(name, start, end)) ?? new Uint8Array(0);
+          if (bytes.byteLength === end - start) this.cache.put(key, bytes);
+        }
+        data.set(bytes.subarray(0, end - start), offset);
+        return Math.min(bytes.byteLength, end - start);
       });
       this.#check();
-      let total = 0;
-      for (const p of parts) total += p.byteLength;
-      const data = parts.length === 1 ? parts[0] : new Uint8Array(total);
-      if (parts.length !== 1) {
-        let at = 0;
-        for (const p of parts) { data.set(p, at); at += p.byteLength; }
-      }
-      return this.reader.decode(plan, data, Float64Array.from(parts, (p) => p.byteLength));
+      return this.reader.decode(plan, data, Float64Array.from(got));
     }
 
     async #gather(indices, typed) {

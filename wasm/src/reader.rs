@@ -188,9 +188,11 @@ impl Reader {
         Ok(Plan { inner, view, lenient })
     }
 
-    /// Decodes a plan from the bytes read for its ranges: `data` holds them back to back and
-    /// `got[k]` is how many bytes range `k` returned (fewer than asked when a file ends early).
-    /// Returns the records' output bytes back to back (see [`Plan::out_lengths`]).
+    /// Decodes a plan from the bytes read for its ranges. `data` holds the ranges at their planned
+    /// positions (range `k` starts after the planned sizes of ranges `0..k`, see
+    /// [`Plan::data_len`]), and `got[k]` is how many bytes range `k` returned (fewer than planned
+    /// when a file ends early). Returns the records' output bytes back to back (see
+    /// [`Plan::out_lengths`]).
     pub fn decode(&self, plan: &mut Plan, data: &[u8], got: &[f64]) -> Result<Vec<u8>, JsValue> {
         let ranges = &plan.inner.ranges;
         if got.len() != ranges.len() {
@@ -202,7 +204,7 @@ impl Reader {
             let n = size(n, "returned length")?.min(r.end - r.start) as usize;
             let piece = data.get(at..at + n).ok_or_else(|| argument("returned lengths exceed the data"))?;
             pieces.push(piece);
-            at += n;
+            at += (r.end - r.start) as usize;
         }
         let total: u64 = plan.inner.slots.iter().map(|s| s.out).sum();
         let mut out = vec![0u8; total as usize];
@@ -287,6 +289,12 @@ impl Plan {
     /// `[chunk, start, end, …]` for every range to read, in file order.
     pub fn ranges(&self) -> Vec<f64> {
         self.inner.ranges.iter().flat_map(|r| [f64::from(r.chunk), r.start as f64, r.end as f64]).collect()
+    }
+
+    /// Bytes of the buffer the planned ranges are read into: their sizes, back to back.
+    #[wasm_bindgen(js_name = dataLen)]
+    pub fn data_len(&self) -> f64 {
+        self.inner.ranges.iter().map(|r| (r.end - r.start) as f64).sum()
     }
 
     /// Store indices of the planned records, in request order.

@@ -15,6 +15,14 @@ export class MemorySource {
     if (!f) return null;
     return f.slice(Math.min(start, f.byteLength), Math.min(end, f.byteLength));
   }
+  /** Copies [start, end) into `target` at `offset`; returns the bytes copied (0 if missing). */
+  async readInto(name, start, end, target, offset) {
+    const f = this.files.get(name);
+    if (!f) return 0;
+    const part = f.subarray(Math.min(start, f.byteLength), Math.min(end, f.byteLength));
+    target.set(part, offset);
+    return part.byteLength;
+  }
   descriptor() {
     return { kind: 'memory', files: Object.fromEntries(this.files), label: this.label };
   }

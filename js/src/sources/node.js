@@ -32,16 +32,25 @@ export class NodeSource {
   }
 
   async read(name, start, end) {
+    const buf = new Uint8Array(Math.max(0, end - start));
+    const n = await this.readInto(name, start, end, buf, 0);
+    if (n == null) return null;
+    return n === buf.length ? buf : buf.subarray(0, n);
+  }
+
+  /** Positional reads of [start, end) into `target` at `offset`; returns the bytes read (fewer
+   *  at the end of the file), or null when the file is missing. */
+  async readInto(name, start, end, target, offset) {
     const fh = await this.handle(name);
     if (!fh) return null;
-    const buf = new Uint8Array(Math.max(0, end - start));
+    const want = Math.max(0, end - start);
     let filled = 0;
-    while (filled < buf.length) {
-      const { bytesRead } = await fh.read(buf, filled, buf.length - filled, start + filled);
+    while (filled < want) {
+      const { bytesRead } = await fh.read(target, offset + filled, want - filled, start + filled);
       if (bytesRead === 0) break;
       filled += bytesRead;
     }
-    return filled === buf.length ? buf : buf.subarray(0, filled);
+    return filled;
   }
 
   async close() {
