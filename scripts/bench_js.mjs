@@ -63,12 +63,18 @@ function trimmed() {
   return files;
 }
 
-async function timeStore(st) {
+/** MiB/s of gathering every batch, `depth` batches in flight (1: one call after another). */
+async function timeStore(st, depth = 1) {
   const rates = [];
   for (let round = 0; round <= ROUNDS; round++) {
     const t = performance.now();
     let moved = 0;
-    for (const b of batches) for (const r of await st.gatherBytes(b)) moved += r.byteLength;
+    const inFlight = [];
+    for (const b of batches) {
+      inFlight.push(st.gatherBytes(b));
+      if (inFlight.length >= depth) for (const r of await inFlight.shift()) moved += r.byteLength;
+    }
+    for (const p of inFlight) for (const r of await p) moved += r.byteLength;
     if (moved !== bytesPerRound) throw new Error(`moved ${moved} bytes, expected ${bytesPerRound}`);
     if (round > 0) rates.push(mib(moved, (performance.now() - t) / 1000));
   }
@@ -89,6 +95,7 @@ for (const [name, bytes] of Object.entries(files)) writeFileSync(path.join(trimD
 {
   const st = await Store.open(store);
   results.node_files = await timeStore(st);
+  results.node_files_pipelined = await timeStore(st, 2);
   await st.close();
   const mem = await Store.open(new MemorySource(files));
   results.node_memory = await timeStore(mem);
@@ -143,6 +150,7 @@ try {
 const rows = [
   ['native Rust, 1 thread (mmap)', results.native_1thread],
   ['Node, wasm, files', results.node_files],
+  ['Node, wasm, files, 2 batches in flight', results.node_files_pipelined],
   ['Node, wasm, memory', results.node_memory],
   ['Chromium worker, plain wasm', results.chromium_worker_plain],
   [`Chromium worker, threaded wasm (${results.chromium_cores} threads)`, results.chromium_worker_threaded],

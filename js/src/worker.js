@@ -22,10 +22,19 @@ async function load(threads) {
   return makeApi(mod);
 }
 
+/**
+ * Typed arrays for postMessage. A list of views on one buffer (a batch) travels as that buffer
+ * plus offsets, so the receiving side rebuilds the views instead of cloning each one.
+ */
 function pack(value, single) {
   const list = single ? [value] : value;
-  const items = list.map((a) => [a, a.shape]);
   const buffers = [...new Set(list.map((a) => a.buffer))];
+  if (!single && buffers.length === 1 && list.length) {
+    const ctor = list[0].constructor.name;
+    const offsets = list.map((a) => a.byteOffset), lengths = list.map((a) => a.length), shapes = list.map((a) => a.shape);
+    return [{ __typed: true, batch: { buffer: buffers[0], ctor, offsets, lengths, shapes } }, buffers];
+  }
+  const items = list.map((a) => [a, a.shape]);
   return [{ __typed: true, single, items }, buffers];
 }
 

@@ -17,6 +17,9 @@ export class MemorySource {
   }
   /** Copies [start, end) into `target` at `offset`; returns the bytes copied (0 if missing). */
   async readInto(name, start, end, target, offset) {
+    return this.readIntoSync(name, start, end, target, offset);
+  }
+  readIntoSync(name, start, end, target, offset) {
     const f = this.files.get(name);
     if (!f) return 0;
     const part = f.subarray(Math.min(start, f.byteLength), Math.min(end, f.byteLength));
