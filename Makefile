@@ -5,16 +5,18 @@ PY    := $(CURDIR)/.venv/bin/python
 export LOADERX_REF_PYTHON := $(CURDIR)/.venv-ref/bin/python
 export LOADERX_REQUIRE_REF := 1
 
-.PHONY: demo test setup py-build js-build test-rust test-py test-wheel test-js test-browser test-golden lint bench bench-py bench-js crash fixtures-check
+.PHONY: demo test setup py-build js-build test-rust test-py test-wheel test-js test-browser test-golden test-viewer viewer lint bench bench-py bench-js crash fixtures-check
 
 ## The main job: train from the DataLoader, stream an image store, inspect it.
-demo: setup py-build
+demo: setup py-build js-build
 	$(CARGO) build --release -j$(JOBS) -p loaderx-native
 	$(PY) scripts/demo.py --workdir demo-data
 	./target/release/loaderx info demo-data/images_64x64x3
+	@echo
+	@echo "browse it in the viewer: make viewer STORE=demo-data/images_64x64x3   (or: npx --prefix js loaderx-view demo-data/images_64x64x3)"
 
 ## Every test suite, after installing what they need.
-test: setup lint test-rust js-build py-build test-py test-wheel test-js test-browser test-golden fixtures-check
+test: setup lint test-rust js-build py-build test-py test-wheel test-js test-browser test-golden test-viewer fixtures-check
 
 setup:
 	./scripts/setup.sh
@@ -43,6 +45,15 @@ test-js:
 ## The same stores in headless Chromium (plain and threaded builds; HTTP Range and Files).
 test-browser:
 	LOADERX_EXPORT_STORES=$(PY_STORES) node js/test/browser/run.mjs
+
+## The viewer end to end in headless Chromium (screenshots in artifacts/viewer/).
+test-viewer:
+	node js/test/viewer/run.mjs
+
+## The dataset viewer for STORE (STORE2: a second stream, PORT: default 8765) on 127.0.0.1; prints the URL.
+viewer: setup js-build
+	@test -n "$(STORE)" || { echo "usage: make viewer STORE=path/to/store [STORE2=path] [PORT=8765]" >&2; exit 2; }
+	node js/bin/loaderx-view.mjs "$(STORE)" $(if $(STORE2),--store2 "$(STORE2)") $(if $(PORT),--port $(PORT))
 
 ## One golden store set; native, Python, Node and Chromium must report identical hashes.
 test-golden:

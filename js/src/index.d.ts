@@ -75,6 +75,8 @@ export declare class Store {
   readonly schema: Schema | null;
   readonly header: { version: number; tailChunk: number; tailOffset: number; length: number };
   readonly hasDict: boolean;
+  /** Stores hosted in a worker: whether it decodes on the threaded build's pool. */
+  readonly threaded?: boolean;
   /** Dense: one array shaped `[n, ...itemShape]`; ragged or schemaless: one array per record. */
   gather(indices: Indices): Promise<Shaped | Shaped[]>;
   get(index: number): Promise<Shaped>;

@@ -1,0 +1,494 @@
+// The viewer page: state, the address bar (?store=, &store2=, &page=, &seed=, &step=, &i=),
+// opening stores (URL, folder picker, <input webkitdirectory>, drop), paging, jumping, sampling,
+// and the error banner. Decoding happens in the package's worker (threaded when the page is
+// cross-origin isolated); this thread only draws.
+import { Sampler } from '../src/browser.js';
+import { $, el, fmtInt } from './util.js';
+import { Interp } from './render.js';
+import { canPickDirectory, describeError, openStore, pickDirectory, sourceFromDrop } from './open.js';
+import { Overview } from './overview.js';
+import { Grid } from './grid.js';
+import { Detail } from './detail.js';
+import { StreamsBar, openStream } from './streams.js';
+
+const PAGE_SIZES = [24, 48, 96, 192];
+/** Largest decoded page, so pages of big records stay well under the worker's 512 MiB cap. */
+const PAGE_BYTES = 96 << 20;
+const MAX_STREAMS = 4;
+
+const state = {
+  main: null,
+  streams: [],
+  mode: 'pages',
+  page: 0,
+  size: 48,
+  seed: 42,
+  step: 0,
+  show: 'auto',
+  highlight: null,
+  detail: null,
+  lastRender: null,
+};
+let nextId = 1;
+let sampler = null;
+let samplerKey = '';
+
+// ------------------------------------------------------------------ the error banner
+
+const banner = $('#banner');
+/** Shows a readable error in the banner; `context` says what was being done. */
+function showError(e, context = '', kind = '') {
+  const d = describeError(e, context);
+  banner.dataset.kind = kind;
+  banner.querySelector('.banner-title').textContent = d.title;
+  const when = d.context ? `while ${d.context[0].toLowerCase()}${d.context.slice(1)}` : '';
+  banner.querySelector('.banner-code').textContent = [when, d.code.startsWith('LOADERX_') ? d.code : ''].filter(Boolean).join(' · ');
+  banner.querySelector('.banner-message').textContent = d.message;
+  banner.querySelector('.banner-hint').textContent = d.hint;
+  banner.dataset.code = d.code;
+  banner.hidden = false;
+  if (!e?.code) console.warn(e);
+}
+function clearError() {
+  banner.hidden = true;
+  delete banner.dataset.code;
+  banner.dataset.kind = '';
+}
+banner.querySelector('.banner-close').onclick = clearError;
+
+const status = $('#status');
+const setStatus = (text, busy = false) => {
+  status.textContent = text;
+  status.classList.toggle('busy', busy);
+};
+
+// ------------------------------------------------------------------ views
+
+const overview = new Overview($('#overview'), $('#lengths'), {
+  onError: showError,
+  onOpenRecord: (i) => openDetail(i),
+});
+const grid = new Grid($('#grid'), {
+  onOpen: (i) => openDetail(i),
+  onRendered: (info) => rendered(info),
+});
+const detail = new Detail($('#detail'), {
+  onClose: () => { state.detail = null; syncUrl(); },
+  onMove: (i) => { state.detail = i; syncUrl(); },
+});
+const streamsBar = new StreamsBar($('#streams'), {
+  onAdd: (entry) => {
+    if (state.streams.length >= MAX_STREAMS) {
+      entry.store.close();
+      showError(Object.assign(new Error(`at most ${MAX_STREAMS} extra streams`), { code: 'VIEWER_INPUT' }), 'Adding a stream');
+      return;
+    }
+    state.streams.push(enrich(entry));
+    clearError();
+    streamsChanged();
+  },
+  onRemove: (k) => {
+    const [gone] = state.streams.splice(k, 1);
+    gone?.store.close();
+    streamsChanged();
+  },
+  onError: showError,
+});
+
+function enrich(entry) {
+  return Object.assign(entry, { id: nextId++, interp: new Interp(entry.store.schema) });
+}
+
+const allStreams = () => [state.main, ...state.streams];
+
+function streamsChanged() {
+  streamsBar.render(state.main, state.streams);
+  grid.setStreams(allStreams());
+  detail.setStreams(allStreams());
+  $('#stream-form').hidden = state.streams.length >= MAX_STREAMS;
+  refresh();
+}
+
+// ------------------------------------------------------------------ opening
+
+/**
+ * Opens the main store (replacing the open ones once it opened). `restore` carries the page,
+ * sample, extra streams and open record from the address bar.
+ */
+async function openMain(what, restore = {}) {
+  setStatus('opening…', true);
+  let entry;
+  try {
+    entry = await openStore(what);
+  } catch (e) {
+    setStatus('');
+    const label = typeof what === 'string' ? what : 'the chosen folder';
+    showError(e, `Opening ${label}`);
+    return false;
+  }
+  const old = allStreams().filter(Boolean);
+  if (detail.isOpen) $('#detail').close();
+  state.main = enrich(entry);
+  state.streams = [];
+  for (const s of old) s.store.close();
+  clearError();
+  state.mode = 'pages';
+  state.page = 0;
+  state.step = 0;
+  state.highlight = null;
+  if (restore.size && PAGE_SIZES.includes(restore.size)) state.size = restore.size;
+  if (restore.show) state.show = restore.show;
+  if (restore.seed != null) state.seed = restore.seed;
+  if (restore.step != null) { state.mode = 'sample'; state.step = restore.step; }
+  if (restore.page != null) state.page = restore.page;
+  $('#url-input').value = entry.url ?? '';
+  $('#size-select').value = String(state.size);
+  $('#show-select').value = state.show;
+  $('#seed-input').value = String(state.seed);
+  $('#welcome').hidden = true;
+  $('#store-view').hidden = false;
+  $('#store-name').textContent = entry.label;
+  $('#store-source').textContent = entry.url ? `over HTTP: ${new URL(entry.url, location.href).href}` : 'local files';
+  document.title = `${entry.label} · loaderx viewer`;
+  overview.show(state.main);
+  setStatus(entry.store.threaded ? 'threaded worker' : 'worker');
+  status.title = entry.store.threaded ? 'decoding on a wasm thread pool in a Web Worker' : 'decoding in a Web Worker';
+  for (const url of restore.streams ?? []) {
+    try {
+      state.streams.push(enrich(await openStream(state.main, url)));
+    } catch (e) {
+      showError(e, `Adding the stream ${url}`);
+    }
+  }
+  streamsChanged();
+  if (restore.i != null && restore.i < entry.store.length) openDetail(restore.i);
+  return true;
+}
+
+// ------------------------------------------------------------------ paging
+
+const length = () => state.main?.store.length ?? 0;
+const pageCount = () => Math.max(1, Math.ceil(length() / state.size));
+
+/** Records per page: the chosen size, fewer when records are big. */
+function effectiveSize() {
+  // Decoded values can be twice the stored bytes (float16 widens to float32).
+  const schema = state.main?.store.schema;
+  const perRecord = schema?.kind === 'dense' ? schema.itemBytes * 2 : 0;
+  return perRecord ? Math.max(1, Math.min(state.size, Math.floor(PAGE_BYTES / perRecord))) : state.size;
+}
+
+function getSampler() {
+  const key = `${length()}:${effectiveSize()}:${state.seed}`;
+  if (key !== samplerKey) {
+    sampler?.free();
+    sampler = new Sampler(length(), effectiveSize(), 'CYCLIC', state.seed);
+    samplerKey = key;
+  }
+  return sampler;
+}
+
+/** The indices and cache key of a page (pages mode) or sampler step (sample mode). */
+function target(mode, n) {
+  const size = effectiveSize();
+  if (mode === 'sample') {
+    return { key: `sample:${state.seed}:${n}:${size}`, indices: Array.from(getSampler().batchAt(n)) };
+  }
+  const start = n * size;
+  const end = Math.min(length(), start + size);
+  return { key: `page:${n}:${size}`, indices: Array.from({ length: Math.max(0, end - start) }, (_, k) => start + k) };
+}
+
+function updateToolbar() {
+  const n = length();
+  const sample = state.mode === 'sample';
+  const pages = Math.max(1, Math.ceil(n / effectiveSize()));
+  $('#page-word').textContent = sample ? 'Step' : 'Page';
+  const input = $('#page-input');
+  input.min = sample ? '0' : '1';
+  input.max = sample ? '' : String(pages);
+  input.value = String(sample ? state.step : state.page + 1);
+  $('#page-total').textContent = sample ? `· seed ${state.seed}` : `of ${fmtInt(pages)}`;
+  $('#first').disabled = sample ? state.step === 0 : state.page === 0;
+  $('#prev').disabled = $('#first').disabled;
+  $('#next').disabled = !n || (!sample && state.page >= pages - 1);
+  $('#last').disabled = sample || $('#next').disabled;
+  $('#sample-btn').disabled = !n;
+  $('#pages-btn').hidden = !sample;
+  $('#sample-btn').lastChild.textContent = sample ? ' Next sample' : ' Random sample';
+  $('.records').classList.toggle('sampling', sample);
+}
+
+/** Shows the current page or sample. */
+async function refresh() {
+  if (!state.main) return;
+  const n = length();
+  if (state.mode === 'pages') state.page = Math.max(0, Math.min(state.page, pageCount() - 1));
+  updateToolbar();
+  syncUrl();
+  const size = effectiveSize();
+  if (!n) {
+    grid.setStreams(allStreams());
+    $('#grid').replaceChildren(el('div', { class: 'empty' }, 'This store has no records.'));
+    $('#grid-range').textContent = 'No records';
+    $('#grid-note').textContent = '';
+    return;
+  }
+  const t = target(state.mode, state.mode === 'sample' ? state.step : state.page);
+  if (state.mode === 'sample') {
+    $('#grid-range').textContent = `${fmtInt(t.indices.length)} random records`;
+    $('#grid-note').replaceChildren('CYCLIC sampler, the same batches as Python and Rust: ',
+      el('code', {}, `Sampler(${n}, ${size}, 'CYCLIC', ${state.seed}).batchAt(${state.step})`));
+  } else {
+    const a = t.indices[0];
+    $('#grid-range').textContent = `Records ${fmtInt(a)}–${fmtInt(a + t.indices.length - 1)} of ${fmtInt(n)}`;
+    $('#grid-note').textContent = size < state.size ? `(${size} per page: the records are large)` : '';
+  }
+  setStatus(state.main.store.threaded ? 'threaded worker' : 'worker', true);
+  let info;
+  try {
+    info = await grid.show({ key: t.key, indices: t.indices, highlight: state.highlight, show: state.show });
+  } catch (e) {
+    setStatus(state.main?.store.threaded ? 'threaded worker' : 'worker');
+    showError(e, 'Reading records');
+    return;
+  }
+  if (!info) return;
+  setStatus(state.main.store.threaded ? 'threaded worker' : 'worker');
+  // Read the next page (or sample) ahead while this one is looked at.
+  const next = state.mode === 'sample' ? state.step + 1 : state.page + 1;
+  if (state.mode === 'sample' || next < pageCount()) {
+    const ahead = target(state.mode, next);
+    grid.prefetch(ahead.key, ahead.indices);
+  }
+}
+
+/** After the grid drew a page: normalization notes, timing, and errors of unreadable records. */
+function rendered(info) {
+  state.lastRender = { key: info.key, ms: info.ms, fetchMs: info.fetchMs, renderMs: info.renderMs, at: performance.now() };
+  $('#grid-timing').textContent = `${Math.round(info.ms)} ms`;
+  $('#grid-timing').title = `read and decoded in ${Math.round(info.fetchMs)} ms (in the worker, or ahead of time), drawn in ${Math.round(info.renderMs)} ms`;
+  const notes = info.notes.map((n) => (state.streams.length ? `${n.stream}: ${n.note}` : n.note));
+  const noteEl = $('#grid-note');
+  noteEl.querySelector('.norm')?.remove();
+  if (notes.length) noteEl.append(el('span', { class: 'norm' }, `${noteEl.textContent ? ' · ' : ''}${notes.join(' · ')}`));
+  if (info.errors.length) {
+    const first = info.errors[0];
+    const label = allStreams()[first.stream]?.label ?? '';
+    const e = Object.assign(new Error(`${info.errors.length} of ${info.indices.length} records on this page could not be read` +
+      `${state.streams.length ? ` (${label})` : ''}; the first is record ${first.index}: ${first.error.message}`), { code: first.error.code, index: first.index });
+    showError(e, 'Reading records', 'page');
+  } else if (!banner.hidden && banner.dataset.kind === 'page') {
+    clearError();
+  }
+}
+
+function goPage(p) {
+  state.mode = 'pages';
+  state.page = p;
+  state.highlight = null;
+  refresh();
+}
+
+function move(delta) {
+  if (!state.main) return;
+  if (state.mode === 'sample') {
+    state.step = Math.max(0, state.step + delta);
+    refresh();
+  } else {
+    goPage(Math.max(0, Math.min(pageCount() - 1, state.page + delta)));
+  }
+}
+
+function jump(i) {
+  const n = length();
+  if (!Number.isInteger(i) || i < 0 || i >= n) {
+    showError(Object.assign(new Error(`there is no record ${i}: this store has ${fmtInt(n)} records (0 to ${fmtInt(n - 1)})`), { code: 'LOADERX_INDEX' }), 'Jumping');
+    return;
+  }
+  state.mode = 'pages';
+  state.page = Math.floor(i / effectiveSize());
+  state.highlight = i;
+  refresh();
+}
+
+function sample() {
+  const seed = parseSeed();
+  if (seed == null) return;
+  if (state.mode === 'sample' && seed === state.seed) state.step += 1;
+  else {
+    state.mode = 'sample';
+    state.seed = seed;
+    state.step = 0;
+  }
+  state.highlight = null;
+  refresh();
+}
+
+function parseSeed() {
+  const text = $('#seed-input').value.trim();
+  const seed = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(seed)) {
+    showError(Object.assign(new Error(`the seed must be a whole number from 0 to ${Number.MAX_SAFE_INTEGER}, not "${text}"`), { code: 'VIEWER_INPUT' }), 'Sampling');
+    return null;
+  }
+  return seed;
+}
+
+function openDetail(i) {
+  if (!state.main || i < 0 || i >= length()) return;
+  state.detail = i;
+  detail.open(i);
+  syncUrl();
+}
+
+// ------------------------------------------------------------------ the address bar
+
+function syncUrl() {
+  const q = new URLSearchParams();
+  if (state.main?.url) {
+    q.set('store', state.main.url);
+    state.streams.forEach((s, k) => { if (s.url) q.set(`store${k + 2}`, s.url); });
+  }
+  if (state.main) {
+    if (state.mode === 'sample') {
+      q.set('seed', String(state.seed));
+      q.set('step', String(state.step));
+    } else if (state.page) q.set('page', String(state.page + 1));
+    if (state.size !== 48) q.set('size', String(state.size));
+    if (state.show !== 'auto') q.set('show', state.show);
+    if (state.detail != null) q.set('i', String(state.detail));
+  }
+  const text = q.toString().replace(/%2F/g, '/').replace(/%3A/g, ':');
+  const url = `${location.pathname}${text ? `?${text}` : ''}`;
+  if (url !== `${location.pathname}${location.search}`) history.replaceState(null, '', url);
+}
+
+function fromUrl() {
+  const q = new URLSearchParams(location.search);
+  const int = (k) => (q.has(k) && /^\d+$/.test(q.get(k)) ? Number(q.get(k)) : null);
+  const streams = [];
+  for (let k = 2; k <= MAX_STREAMS + 1; k++) if (q.get(`store${k}`)) streams.push(q.get(`store${k}`));
+  return {
+    store: q.get('store'),
+    streams,
+    page: int('page') != null ? Math.max(0, int('page') - 1) : null,
+    seed: int('seed'),
+    step: int('step') ?? (int('seed') != null ? 0 : null),
+    size: int('size'),
+    show: ['auto', 'image', 'values'].includes(q.get('show')) ? q.get('show') : null,
+    i: int('i'),
+  };
+}
+
+// ------------------------------------------------------------------ controls
+
+$('#url-form').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  openMain($('#url-input').value);
+});
+const openFolder = async () => {
+  if (!canPickDirectory()) return $('#dir-input').click();
+  try {
+    const handle = await pickDirectory();
+    if (handle) openMain(handle);
+  } catch (e) {
+    showError(e, 'Opening a folder');
+  }
+};
+$('#open-dir').addEventListener('click', openFolder);
+$('#welcome-dir').addEventListener('click', openFolder);
+$('#dir-input').addEventListener('change', (ev) => {
+  const files = ev.target.files;
+  if (files.length) openMain(Array.from(files));
+  ev.target.value = '';
+});
+
+$('#first').addEventListener('click', () => (state.mode === 'sample' ? (state.step = 0, refresh()) : goPage(0)));
+$('#prev').addEventListener('click', () => move(-1));
+$('#next').addEventListener('click', () => move(1));
+$('#last').addEventListener('click', () => goPage(pageCount() - 1));
+$('#page-input').addEventListener('change', (ev) => {
+  const v = Number(ev.target.value);
+  if (!Number.isInteger(v)) return updateToolbar();
+  if (state.mode === 'sample') {
+    state.step = Math.max(0, v);
+    refresh();
+  } else goPage(Math.max(0, Math.min(pageCount() - 1, v - 1)));
+});
+$('#jump-form').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const text = $('#jump-input').value.trim();
+  if (text) jump(Number(text));
+});
+$('#sample-btn').addEventListener('click', sample);
+$('#pages-btn').addEventListener('click', () => goPage(state.page));
+$('#seed-input').addEventListener('change', () => {
+  if (state.mode !== 'sample') return;
+  const seed = parseSeed();
+  if (seed == null) return;
+  state.seed = seed;
+  state.step = 0;
+  refresh();
+});
+$('#show-select').addEventListener('change', (ev) => {
+  state.show = ev.target.value;
+  refresh();
+});
+$('#size-select').addEventListener('change', (ev) => {
+  const first = state.page * effectiveSize();
+  state.size = Number(ev.target.value);
+  state.page = Math.floor(first / effectiveSize());
+  refresh();
+});
+
+document.addEventListener('keydown', (ev) => {
+  if (!state.main || detail.isOpen || ev.altKey || ev.ctrlKey || ev.metaKey) return;
+  if (ev.target.closest?.('input, select, textarea, [contenteditable]')) return;
+  const keys = { ArrowLeft: () => move(-1), ArrowRight: () => move(1), Home: () => $('#first').click(), End: () => $('#last').click() };
+  if (keys[ev.key]) {
+    ev.preventDefault();
+    keys[ev.key]();
+  }
+});
+
+// Drag and drop: a folder dropped on the streams bar adds a stream, anywhere else opens it.
+const overlay = $('#drop-overlay');
+let dragDepth = 0;
+const hasFiles = (ev) => Array.from(ev.dataTransfer?.types ?? []).includes('Files');
+window.addEventListener('dragenter', (ev) => {
+  if (!hasFiles(ev)) return;
+  ev.preventDefault();
+  dragDepth++;
+  overlay.hidden = false;
+  overlay.firstElementChild.textContent = state.main && ev.target.closest?.('#streams') ? 'Drop a store folder to add it as a stream' : 'Drop the store folder to open it';
+});
+window.addEventListener('dragover', (ev) => {
+  if (!hasFiles(ev)) return;
+  ev.preventDefault();
+  ev.dataTransfer.dropEffect = 'copy';
+});
+window.addEventListener('dragleave', () => {
+  if (--dragDepth <= 0) { dragDepth = 0; overlay.hidden = true; }
+});
+window.addEventListener('drop', (ev) => {
+  if (!hasFiles(ev)) return;
+  ev.preventDefault();
+  dragDepth = 0;
+  overlay.hidden = true;
+  const toStreams = state.main && document.elementsFromPoint(ev.clientX, ev.clientY).some((n) => n.id === 'streams');
+  // The entries must be taken while the drop is handled; reading them is async.
+  sourceFromDrop(ev.dataTransfer).then(
+    (src) => (toStreams ? streamsBar.add(src) : openMain(src)),
+    (e) => showError(e, 'Opening the dropped files'),
+  );
+});
+
+// For tests and the console.
+window.__viewer = { state, grid, detail, refresh, openMain };
+
+const initial = fromUrl();
+if (initial.store) {
+  $('#url-input').value = initial.store;
+  openMain(initial.store, initial);
+}

@@ -1,0 +1,104 @@
+// Opening stores: from a URL, a directory handle (showDirectoryPicker), picked files
+// (<input webkitdirectory>) or a drop. Every store is hosted in the package's Web Worker, with the
+// threaded build when the page is cross-origin isolated; readable messages for every failure.
+import { Store, filesFromDataTransfer, BlobSource } from '../src/browser.js';
+
+/** Options for Store.open: always in the worker; threads when the page is isolated. */
+export const openOptions = () => ({ worker: true, threads: Boolean(globalThis.crossOriginIsolated) });
+
+/**
+ * Opens a store. `what` is a URL string, a FileSystemDirectoryHandle, a FileList/File[] or a
+ * BlobSource. Resolves to `{store, label, url}`; `url` is set for URL stores (for the address bar).
+ */
+export async function openStore(what) {
+  let label;
+  let url = null;
+  let source = what;
+  if (typeof what === 'string') {
+    const text = what.trim();
+    if (!text) throw Object.assign(new Error('enter the URL of a store directory'), { code: 'VIEWER_INPUT' });
+    url = text;
+    const abs = new URL(text, location.href);
+    label = abs.origin === location.origin ? abs.pathname : abs.href;
+    source = abs.href;
+  } else if (globalThis.FileSystemDirectoryHandle && what instanceof FileSystemDirectoryHandle) {
+    label = what.name;
+  } else if (what instanceof BlobSource) {
+    label = what.label;
+  } else {
+    // Files from an input: find the store among them here, so the label is the store folder.
+    source = BlobSource.fromFiles(what);
+    label = source.label;
+  }
+  const store = await Store.open(source, openOptions());
+  return { store, label: prettyLabel(label), short: shortLabel(label), url };
+}
+
+const parts = (label) => String(label).replace(/[?#].*$/, '').replace(/\/+$/, '').split('/').filter(Boolean);
+
+/** "/fixtures/u8img_zstd/store/" -> "u8img_zstd/store". */
+function prettyLabel(label) {
+  return parts(label).slice(-2).join('/') || String(label);
+}
+
+/** The store's own name: its directory, or the one above when that is called "store". */
+function shortLabel(label) {
+  const p = parts(label);
+  const last = p[p.length - 1] ?? String(label);
+  return /^(store|data|records)$/i.test(last) && p.length > 1 ? p[p.length - 2] : last;
+}
+
+/** Asks for a directory with the File System Access API; null when the user cancels. */
+export async function pickDirectory() {
+  try {
+    return await window.showDirectoryPicker({ id: 'loaderx-store', mode: 'read' });
+  } catch (e) {
+    if (e && e.name === 'AbortError') return null;
+    throw e;
+  }
+}
+
+export const canPickDirectory = () => typeof window.showDirectoryPicker === 'function';
+
+/** The store in a drop (must be called while the drop event is being handled). */
+export function sourceFromDrop(dataTransfer) {
+  return filesFromDataTransfer(dataTransfer);
+}
+
+const TITLES = {
+  LOADERX_NOT_FOUND: 'No store there',
+  LOADERX_NOT_A_STORE: 'Not a loaderx store',
+  LOADERX_CORRUPT: 'The store is corrupt',
+  LOADERX_INDEX: 'No such record',
+  LOADERX_ARGUMENT: 'Invalid request',
+  LOADERX_TOO_LARGE: 'Too much data at once',
+  LOADERX_IO: 'The store could not be read',
+  LOADERX_NO_RANGE: 'The server does not support byte ranges',
+  LOADERX_CLOSED: 'The store was closed',
+  VIEWER_LENGTH: 'The streams have different lengths',
+  VIEWER_INPUT: 'Nothing to open',
+};
+
+const HINTS = {
+  LOADERX_NOT_FOUND: 'A store is a directory holding meta.zr (and 0.zr, schema.msgpack, ...). Check the URL or pick the store directory itself.',
+  LOADERX_NOT_A_STORE: 'meta.zr does not start like a loaderx store. The directory may hold something else, or the file is damaged.',
+  LOADERX_CORRUPT: 'Some bytes of the store are missing or damaged. Records that still read are shown; "Verify" in the overview lists every bad record.',
+  LOADERX_NO_RANGE: 'The viewer reads stores with HTTP Range requests, so a 4 GiB chunk is never downloaded whole. Serve the store with `npx loaderx-view PATH` (or `make viewer STORE=PATH`), or any server with byte-range support.',
+  LOADERX_IO: 'A read failed. If the store is on a server, check that it is running and reachable, and allows this page to read it (CORS).',
+  LOADERX_TOO_LARGE: 'Records are large: choose a smaller page size.',
+  LOADERX_CLOSED: 'Open the store again.',
+};
+
+/** `{title, message, hint, code, context}` for any error the viewer meets (`context`: what was being done). */
+export function describeError(e, context = '') {
+  const code = (e && e.code) || (e && e.name === 'SecurityError' ? 'LOADERX_IO' : 'VIEWER_ERROR');
+  let message = (e && e.message) || String(e);
+  if (code === 'LOADERX_CORRUPT' && e.index != null && !/record \d+/.test(message)) message = `record ${e.index}: ${message}`;
+  return {
+    code,
+    context,
+    title: TITLES[code] ?? 'Something went wrong',
+    message,
+    hint: HINTS[code] ?? '',
+  };
+}

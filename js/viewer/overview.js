@@ -1,0 +1,180 @@
+// The overview of the open store: schema, record count, sizes, compression, reclaimable bytes,
+// dictionary, where decoding runs, a full verify on request, and for ragged (or schemaless)
+// stores the length of every record as a histogram.
+import { el, fmtBytes, fmtInt, fmtShape, fmtNum, fmtStat, yieldToBrowser } from './util.js';
+import { drawHistogram, histogramOf } from './render.js';
+
+/** Records per lengths() call when the lengths of the whole store are read. */
+const LENGTHS_CHUNK = 65536;
+
+function card(title, value, { k, v, sub = null, wide = false, extra = null, text = false } = {}) {
+  return el('section', { class: `card${wide ? ' wide' : ''}` },
+    el('h3', {}, title),
+    el('div', { class: `card-value${text ? ' text' : ''}`, dataset: k ? { k, v: String(v ?? value) } : {} }, value),
+    sub ? el('div', { class: 'card-sub' }, sub) : null,
+    extra);
+}
+
+/** Unit of a ragged record's length: rows of the item shape, elements, or bytes. */
+export function lengthUnit(schema) {
+  if (!schema) return { unit: 'bytes', per: 1 };
+  if (schema.kind !== 'ragged') return null;
+  return { unit: schema.itemShape.length ? 'rows' : 'elements', per: schema.itemBytes || 1 };
+}
+
+export class Overview {
+  constructor(root, lengthsRoot, { onError, onOpenRecord }) {
+    this.root = root;
+    this.lengthsRoot = lengthsRoot;
+    this.hooks = { onError, onOpenRecord };
+    this.token = 0;
+  }
+
+  /** Shows `entry` ({store, label, interp}); stats, lengths and verify fill in as they arrive. */
+  show(entry) {
+    const token = ++this.token;
+    const { store, interp } = entry;
+    const s = store.schema;
+    const dt = interp.dt;
+    const shapeText = !s ? 'per record' : s.kind === 'ragged' ? `n × ${fmtShape(s.itemShape)}`.replace(' × scalar', ' (variable)') : fmtShape(s.itemShape);
+    const schemaRows = s
+      ? [['kind', s.kind, s.kind === 'ragged' ? 'records of different lengths' : null, s.kind],
+        ['dtype', s.dtype, dt.name, s.dtype],
+        ['item shape', shapeText, null, JSON.stringify(s.itemShape)],
+        ['codec', s.codec ?? 'unknown', null, s.codec ?? '']]
+      : [['kind', 'no schema', 'no schema.msgpack: records are plain bytes', 'none'], ['dtype', 'bytes', null, ''], ['item shape', shapeText, null, ''], ['codec', '–', null, '']];
+    const schemaCard = el('section', { class: 'card schema' }, el('h3', {}, 'Schema'),
+      el('dl', {}, schemaRows.map(([name, value, note, raw]) => [
+        el('dt', {}, name),
+        el('dd', { dataset: { k: name.replace(' ', '-'), v: raw } }, value, note ? el('span', { class: 'dim' }, ` ${note}`) : null),
+      ])));
+    const pending = (t) => el('span', { class: 'dim' }, t);
+    const threaded = store.threaded;
+    const decoding = card('Decoding', threaded ? 'Worker, threaded' : 'Worker', {
+      k: 'decoding', v: threaded ? 'threaded' : 'worker', text: true,
+      sub: threaded
+        ? `Web Worker with the threaded wasm build (${navigator.hardwareConcurrency || 2} threads); the page is cross-origin isolated`
+        : `Web Worker with the plain wasm build${globalThis.crossOriginIsolated ? '' : '; serve the page with COOP/COEP headers for the threaded build'}`,
+    });
+    const cards = {
+      records: card('Records', fmtInt(store.length), { k: 'records', v: store.length, sub: `format v${store.header.version}` }),
+      disk: card('On disk', pending('…'), { k: 'disk-bytes', v: '' }),
+      ratio: card('Compression', pending('…'), { k: 'compression', v: '' }),
+      reclaim: card('Reclaimable', pending('…'), { k: 'reclaimable', v: '' }),
+      dict: card('Dictionary', store.hasDict ? 'yes' : 'none', { k: 'dict', v: store.hasDict ? 'yes' : 'no', sub: store.hasDict ? 'records are compressed with a trained zstd dictionary' : 'no trained zstd dictionary' }),
+    };
+    const verifyBtn = el('button', { class: 'btn small', type: 'button' }, 'Verify all records');
+    const verifyOut = el('div', { class: 'card-sub verify-out', dataset: { k: 'verify' } }, 'decodes every record and checks its length and bounds');
+    const verifyCard = el('section', { class: 'card integrity' }, el('h3', {}, 'Integrity'), el('div', { class: 'card-value' }, verifyBtn), verifyOut);
+    verifyBtn.onclick = () => this.#verify(token, store, verifyBtn, verifyOut);
+    this.root.replaceChildren(cards.records, schemaCard, cards.disk, cards.ratio, cards.reclaim, cards.dict, decoding, verifyCard);
+
+    store.stats().then((st) => {
+      if (token !== this.token) return;
+      const files = Object.entries(st.fileBytes).filter(([, n]) => n > 0);
+      const used = st.chunkBytes + files.filter(([f]) => !/^\d+\.zr$/.test(f)).reduce((a, [, n]) => a + n, 0);
+      const sparse = st.diskBytes > 4 * used + (1 << 20);
+      cards.disk.replaceWith(cards.disk = card('On disk', fmtBytes(st.diskBytes), {
+        k: 'disk-bytes', v: st.diskBytes,
+        sub: sparse ? `file sizes; the files are preallocated (${fmtBytes(st.chunkBytes)} of chunk data written)` : `${files.length} files, ${fmtBytes(st.chunkBytes)} of chunk data`,
+        extra: el('details', { class: 'files' }, el('summary', {}, 'files'),
+          el('table', {}, files.map(([f, n]) => el('tr', {}, el('td', {}, f), el('td', { title: `${fmtInt(n)} bytes` }, fmtBytes(n)))))),
+      }));
+      cards.ratio.replaceWith(cards.ratio = card('Compression', `${st.compressionRatio.toFixed(2)}×`, {
+        k: 'compression', v: st.compressionRatio,
+        sub: `${fmtBytes(st.logicalBytes)} decoded in ${fmtBytes(st.liveBytes)} stored`,
+      }));
+      const pct = st.chunkBytes ? (100 * st.reclaimable) / st.chunkBytes : 0;
+      cards.reclaim.replaceWith(cards.reclaim = card('Reclaimable', fmtBytes(st.reclaimable), {
+        k: 'reclaimable', v: st.reclaimable,
+        sub: st.reclaimable ? `${pct.toFixed(1)}% of the chunk data belongs to deleted or replaced records; ZRecord.compact() frees it` : 'no dead bytes in the chunks',
+      }));
+    }, (e) => {
+      if (token !== this.token) return;
+      for (const c of [cards.disk, cards.ratio, cards.reclaim]) c.querySelector('.card-value').replaceChildren(pending('unavailable'));
+      this.hooks.onError(e, 'Reading the store statistics');
+    });
+
+    const lu = lengthUnit(s);
+    this.lengthsRoot.hidden = !lu;
+    if (lu) this.#lengths(token, store, lu);
+  }
+
+  async #verify(token, store, btn, out) {
+    btn.disabled = true;
+    const bar = el('progress', { max: '1', value: '0' });
+    out.replaceChildren(bar);
+    try {
+      const r = await store.verify({ onProgress: (d, t) => { bar.max = t || 1; bar.value = d; } });
+      if (token !== this.token) return;
+      out.dataset.v = r.ok ? 'ok' : `bad:${r.bad.length}`;
+      if (r.ok) {
+        out.replaceChildren(el('span', { class: 'ok' }, `✓ all ${fmtInt(r.checked)} records decode and check out`));
+      } else {
+        const links = r.bad.slice(0, 12).map((b) => el('a', { href: '#', title: b.message, onclick: (ev) => { ev.preventDefault(); this.hooks.onOpenRecord(b.index); } }, `#${b.index}`));
+        out.replaceChildren(el('span', { class: 'bad-text' }, `✕ ${fmtInt(r.bad.length)} of ${fmtInt(r.checked)} records are bad: `), ...links.flatMap((a, i) => (i ? [', ', a] : [a])), r.bad.length > 12 ? ' …' : '');
+      }
+    } catch (e) {
+      if (token !== this.token) return;
+      out.replaceChildren(el('span', { class: 'bad-text' }, 'verify failed'));
+      this.hooks.onError(e, 'Verifying');
+    } finally {
+      btn.disabled = false;
+    }
+  }
+
+  /** Reads the length of every record in chunks and draws their histogram. */
+  async #lengths(token, store, { unit, per }) {
+    const n = store.length;
+    const canvas = el('canvas', { class: 'hist' });
+    const tip = el('div', { class: 'hist-tip' });
+    const summary = el('div', { class: 'lengths-summary', dataset: { k: 'lengths' } }, n ? `reading lengths… 0 / ${fmtInt(n)}` : 'no records');
+    this.lengthsRoot.replaceChildren(el('h3', {}, `Record lengths (${unit})`), summary, canvas, tip);
+    if (!n) return;
+    const all = new Float64Array(n);
+    let failed = 0;
+    for (let start = 0; start < n; start += LENGTHS_CHUNK) {
+      const count = Math.min(LENGTHS_CHUNK, n - start);
+      const idx = new Array(count);
+      for (let k = 0; k < count; k++) idx[k] = start + k;
+      try {
+        const got = await store.lengths(idx);
+        for (let k = 0; k < count; k++) all[start + k] = got[k] / per;
+      } catch (e) {
+        if (token !== this.token) return;
+        failed += count;
+        all.fill(NaN, start, start + count);
+      }
+      if (token !== this.token) return;
+      summary.textContent = `reading lengths… ${fmtInt(start + count)} / ${fmtInt(n)}`;
+      await yieldToBrowser();
+    }
+    let min = Infinity;
+    let max = -Infinity;
+    let sum = 0;
+    let ok = 0;
+    for (const v of all) {
+      if (v !== v) continue; // eslint-disable-line no-self-compare
+      if (v < min) min = v;
+      if (v > max) max = v;
+      sum += v;
+      ok++;
+    }
+    if (!ok) {
+      summary.textContent = 'the lengths could not be read';
+      return;
+    }
+    const mean = sum / ok;
+    summary.replaceChildren(...[
+      el('span', {}, el('em', {}, 'min '), fmtNum(min)),
+      el('span', {}, el('em', {}, 'max '), fmtNum(max)),
+      el('span', {}, el('em', {}, 'mean '), fmtStat(mean)),
+      el('span', {}, el('em', {}, 'total '), `${fmtInt(sum)} ${unit}`),
+      failed ? el('span', { class: 'bad-text' }, `${fmtInt(failed)} records unreadable`) : null,
+    ].filter(Boolean));
+    summary.dataset.v = JSON.stringify({ min, max, mean, total: sum });
+    this.lengths = all;
+    const hist = histogramOf([{ values: all }], { lo: min, hi: max, integer: true, bins: 48 });
+    drawHistogram(canvas, hist, { tip, unit: 'records' });
+  }
+}

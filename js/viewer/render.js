@@ -1,0 +1,379 @@
+// What a record's values mean and how they are drawn: element formatting, statistics, the image
+// rule (H×W, H×W×1/3/4, or channels first), images on canvases, histograms and sparklines.
+import { dtypeInfo, fmtNum, isNumericKind, product } from './util.js';
+
+/** How to read the values of one store's records. */
+export class Interp {
+  constructor(schema) {
+    this.schema = schema;
+    this.dt = dtypeInfo(schema);
+    this.ext = schema?.extraDim ?? null;
+    this.numeric = isNumericKind(this.dt.kind);
+    this.big = schema ? schema.arrayType.startsWith('Big') : false;
+  }
+
+  /** The shape of a record's elements (its shape without the trailing extra dimension). */
+  shapeOf(rec) {
+    return this.ext == null ? rec.shape : rec.shape.slice(0, -1);
+  }
+
+  /** Elements in a record. */
+  count(rec) {
+    return this.ext == null ? rec.length : Math.floor(rec.length / this.ext);
+  }
+
+  /** Numbers for statistics and images (BigInt arrays become Float64Array). */
+  numbers(rec) {
+    if (rec.__numbers) return rec.__numbers;
+    const v = this.big ? Float64Array.from(rec, Number) : rec;
+    Object.defineProperty(rec, '__numbers', { value: v, enumerable: false });
+    return v;
+  }
+
+  /** Element `i` as text. */
+  format(rec, i) {
+    const { kind, unit } = this.dt;
+    const k = this.ext;
+    switch (kind) {
+      case 'b': return rec[i] ? 'True' : 'False';
+      case 'U': {
+        let s = '';
+        for (let j = i * k; j < (i + 1) * k; j++) {
+          const cp = rec[j];
+          if (cp === 0) break;
+          s += cp <= 0x10ffff ? String.fromCodePoint(cp) : '\ufffd';
+        }
+        return JSON.stringify(s);
+      }
+      case 'S': {
+        let s = '';
+        let end = (i + 1) * k;
+        while (end > i * k && rec[end - 1] === 0) end--;
+        for (let j = i * k; j < end; j++) {
+          const b = rec[j];
+          s += b >= 0x20 && b < 0x7f && b !== 0x27 && b !== 0x5c ? String.fromCharCode(b) : `\\x${b.toString(16).padStart(2, '0')}`;
+        }
+        return `b'${s}'`;
+      }
+      case 'V': {
+        let s = '';
+        for (let j = i * k; j < (i + 1) * k; j++) s += rec[j].toString(16).padStart(2, '0');
+        return s.replace(/(.{8})(?=.)/g, '$1 ');
+      }
+      case 'c': {
+        const re = rec[2 * i];
+        const im = rec[2 * i + 1];
+        return `${fmtNum(re)}${im < 0 || Object.is(im, -0) ? '−' : '+'}${fmtNum(Math.abs(im))}j`;
+      }
+      case 'M': return fmtDatetime(rec[i], unit);
+      case 'm': return rec[i] === NAT ? 'NaT' : `${rec[i]} ${unit ?? ''}`.trim();
+      default: return fmtNum(rec[i]);
+    }
+  }
+}
+
+const NAT = -(2n ** 63n);
+const UNIT_MS = { Y: null, M: null, W: 604800000, D: 86400000, h: 3600000, m: 60000, s: 1000, ms: 1 };
+
+function fmtDatetime(v, unit) {
+  if (v === NAT) return 'NaT';
+  let ms;
+  if (UNIT_MS[unit]) ms = Number(v) * UNIT_MS[unit];
+  else if (unit === 'us') ms = Number(v / 1000n);
+  else if (unit === 'ns') ms = Number(v / 1000000n);
+  else return `${v} ${unit ?? ''}`.trim();
+  const d = new Date(ms);
+  if (Number.isNaN(d.getTime())) return `${v} ${unit}`;
+  const iso = d.toISOString();
+  return unit === 'D' || unit === 'W' ? iso.slice(0, 10) : iso.replace('T', ' ').replace(/\.000Z$|Z$/, '');
+}
+
+/** min, max, mean over the finite values of one or more arrays; `nan` counts the others. */
+export function statsOf(arrays) {
+  let min = Infinity;
+  let max = -Infinity;
+  let sum = 0;
+  let n = 0;
+  let nan = 0;
+  for (const a of arrays) {
+    for (let i = 0; i < a.length; i++) {
+      const v = a[i];
+      if (v !== v || v === Infinity || v === -Infinity) { nan++; continue; } // eslint-disable-line no-self-compare
+      if (v < min) min = v;
+      if (v > max) max = v;
+      sum += v;
+      n++;
+    }
+  }
+  return n ? { min, max, mean: sum / n, count: n, nan } : { min: null, max: null, mean: null, count: 0, nan };
+}
+
+/**
+ * The image rule: a record looks like an image when its element shape is H×W, H×W×C or C×H×W
+ * with C in {1, 3, 4}, both sides at least 4 (any size when `force`), and its values are numbers.
+ * Returns `{h, w, c, layout}` ('hwc' or 'chw') or null.
+ */
+export function imageSpec(shape, interp, force = false) {
+  if (!interp.numeric || interp.ext != null || interp.dt.kind === 'raw') return null;
+  const min = force ? 1 : 4;
+  const ok = (h, w) => h >= min && w >= min;
+  if (shape.length === 2 && ok(shape[0], shape[1])) return { h: shape[0], w: shape[1], c: 1, layout: 'hwc' };
+  if (shape.length === 3) {
+    const [a, b, c] = shape;
+    if ([1, 3, 4].includes(c) && ok(a, b)) return { h: a, w: b, c, layout: 'hwc' };
+    if ([1, 3, 4].includes(a) && ok(b, c)) return { h: b, w: c, c: a, layout: 'chw' };
+  }
+  return null;
+}
+
+/** Position of channel `ch` of pixel (x, y) in the record's values. */
+export function pixelIndex(spec, x, y, ch) {
+  return spec.layout === 'chw' ? ch * spec.h * spec.w + y * spec.w + x : (y * spec.w + x) * spec.c + ch;
+}
+
+/**
+ * How values become 0..255 for a set of image records with statistics `st`:
+ * uint8 as is, bool ×255, floats in [0, 1] ×255, other values within 0..255 as they are, the
+ * rest min–max normalized over the set. `note` says what was done (null for plain uint8).
+ */
+export function imageMapping(interp, st, scope = 'this page') {
+  const { kind, bytes } = interp.dt;
+  if (kind === 'u' && bytes === 1) return { mode: 'direct', note: null };
+  if (kind === 'b') return { mode: 'scale', k: 255, note: 'bool values: False black, True white' };
+  const lo = st.min ?? 0;
+  const hi = st.max ?? 0;
+  if (kind === 'f' && lo >= 0 && hi <= 1) return { mode: 'scale', k: 255, note: `${interp.dt.name} values in [0, 1], scaled by 255` };
+  if (lo >= 0 && hi <= 255 && (kind !== 'f' || hi > 1)) return { mode: 'direct', note: `${interp.dt.name} values within 0–255, shown as they are` };
+  return {
+    mode: 'minmax', lo, hi,
+    note: `${interp.dt.name} values in [${fmtNum(lo)}, ${fmtNum(hi)}], min–max normalized over ${scope}`,
+  };
+}
+
+/** Draws an image record on `canvas` (resized to W×H). */
+export function drawImage(canvas, values, spec, mapping) {
+  const { h, w, c } = spec;
+  if (canvas.width !== w) canvas.width = w;
+  if (canvas.height !== h) canvas.height = h;
+  const ctx = canvas.getContext('2d');
+  const img = ctx.createImageData(w, h);
+  const px = img.data;
+  const { mode } = mapping;
+  const k = mode === 'scale' ? mapping.k : mode === 'minmax' ? (mapping.hi > mapping.lo ? 255 / (mapping.hi - mapping.lo) : 0) : 1;
+  const lo = mode === 'minmax' ? mapping.lo : 0;
+  const map = mode === 'direct' && values instanceof Uint8Array ? null : (v) => (v !== v ? 0 : (v - lo) * k); // eslint-disable-line no-self-compare
+  const n = h * w;
+  const chw = spec.layout === 'chw';
+  for (let p = 0; p < n; p++) {
+    const o = p * 4;
+    for (let ch = 0; ch < c; ch++) {
+      const raw = values[chw ? ch * n + p : p * c + ch];
+      const v = map ? map(raw) : raw; // Uint8ClampedArray rounds and clamps
+      if (c === 1) { px[o] = v; px[o + 1] = v; px[o + 2] = v; } else px[o + ch] = v;
+    }
+    if (c !== 4) px[o + 3] = 255;
+  }
+  ctx.putImageData(img, 0, 0);
+}
+
+/**
+ * Histogram of `arrays` (each array one series, e.g. one per channel, or one for all values):
+ * integer values with few levels get one bin per level, others `bins` equal bins over [lo, hi].
+ */
+export function histogramOf(series, { lo, hi, integer, bins = 64 }) {
+  if (lo == null || hi == null) return null;
+  let width;
+  let count;
+  if (integer) {
+    // Whole-number bins: one per value when there are few, else `bins` bins of equal width.
+    width = hi - lo + 1 <= 256 ? 1 : Math.ceil((hi - lo + 1) / bins);
+    count = Math.ceil((hi - lo + 1) / width);
+  } else {
+    count = hi > lo ? bins : 1;
+    width = hi > lo ? (hi - lo) / bins : 1;
+  }
+  const out = series.map(({ values, stride = 1, offset = 0, color, label }) => {
+    const counts = new Float64Array(count);
+    for (let i = offset; i < values.length; i += stride) {
+      const v = values[i];
+      if (v !== v || v === Infinity || v === -Infinity) continue; // eslint-disable-line no-self-compare
+      let b = Math.floor((v - lo) / width);
+      if (b >= count) b = count - 1;
+      if (b < 0) b = 0;
+      counts[b]++;
+    }
+    return { counts, color, label };
+  });
+  return { series: out, lo, hi, width, integer: Boolean(integer), bins: count };
+}
+
+const css = (name, fallback) => getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
+
+/** Sizes a canvas to its CSS box times devicePixelRatio; returns a context in CSS pixels. */
+function fitCanvas(canvas, size = null) {
+  const dpr = window.devicePixelRatio || 1;
+  const w = Math.max(1, size?.[0] || canvas.clientWidth || 300);
+  const h = Math.max(1, size?.[1] || canvas.clientHeight || 120);
+  canvas.width = Math.round(w * dpr);
+  canvas.height = Math.round(h * dpr);
+  const ctx = canvas.getContext('2d');
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  return { ctx, w, h };
+}
+
+/** The range a bin covers, as text. */
+export function binLabel(hist, b) {
+  if (hist.integer && hist.width === 1) return fmtNum(hist.lo + b);
+  if (hist.integer) return `${fmtNum(hist.lo + b * hist.width)}–${fmtNum(Math.min(hist.hi, hist.lo + (b + 1) * hist.width - 1))}`;
+  const a = hist.lo + b * hist.width;
+  return `${fmtNum(a)} – ${fmtNum(a + hist.width)}`;
+}
+
+/**
+ * Draws a histogram (bars for one series, outlined steps for several) with its range and peak.
+ * Hovering shows the bin under the cursor in `canvas.title`-like `tip` element when given.
+ */
+export function drawHistogram(canvas, hist, { tip = null, unit = 'values' } = {}) {
+  const { ctx, w, h } = fitCanvas(canvas);
+  ctx.clearRect(0, 0, w, h);
+  const padL = 6;
+  const padR = 6;
+  const padT = 16;
+  const padB = 18;
+  const ink = css('--muted', '#667');
+  ctx.font = '11px system-ui, sans-serif';
+  if (!hist || !hist.series.length) {
+    ctx.fillStyle = ink;
+    ctx.fillText('no numeric values', padL, h / 2);
+    return;
+  }
+  let peak = 0;
+  for (const s of hist.series) for (const c of s.counts) if (c > peak) peak = c;
+  const pw = w - padL - padR;
+  const ph = h - padT - padB;
+  const bw = pw / hist.bins;
+  const y = (c) => padT + ph - (peak ? (c / peak) * ph : 0);
+  const single = hist.series.length === 1;
+  for (const s of hist.series) {
+    const color = s.color || css('--accent', '#3b6ef5');
+    if (single) {
+      ctx.fillStyle = color;
+      for (let b = 0; b < hist.bins; b++) {
+        const c = s.counts[b];
+        if (!c) continue;
+        const top = y(c);
+        ctx.fillRect(padL + b * bw, top, Math.max(1, bw - (bw > 4 ? 1 : 0)), padT + ph - top);
+      }
+    } else {
+      ctx.strokeStyle = color;
+      ctx.lineWidth = 1.5;
+      ctx.globalAlpha = 0.9;
+      ctx.beginPath();
+      ctx.moveTo(padL, y(0));
+      for (let b = 0; b < hist.bins; b++) {
+        ctx.lineTo(padL + b * bw, y(s.counts[b]));
+        ctx.lineTo(padL + (b + 1) * bw, y(s.counts[b]));
+      }
+      ctx.lineTo(padL + pw, y(0));
+      ctx.stroke();
+      ctx.globalAlpha = 1;
+    }
+  }
+  ctx.strokeStyle = css('--line', '#ccd');
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  ctx.moveTo(padL, padT + ph + 0.5);
+  ctx.lineTo(padL + pw, padT + ph + 0.5);
+  ctx.stroke();
+  ctx.fillStyle = ink;
+  ctx.textBaseline = 'bottom';
+  ctx.textAlign = 'left';
+  ctx.fillText(fmtNum(hist.lo), padL, h - 2);
+  ctx.textAlign = 'right';
+  ctx.fillText(fmtNum(hist.hi), w - padR, h - 2);
+  ctx.textBaseline = 'top';
+  ctx.fillText(`peak ${fmtNum(peak)} ${unit}`, w - padR, 1);
+  ctx.textAlign = 'left';
+  if (!single) {
+    let x = padL;
+    for (const s of hist.series) {
+      ctx.fillStyle = s.color;
+      ctx.fillText(s.label ?? '', x, 1);
+      x += ctx.measureText(s.label ?? '').width + 8;
+    }
+  }
+  if (tip) {
+    canvas.onmousemove = (ev) => {
+      const r = canvas.getBoundingClientRect();
+      const b = Math.floor((ev.clientX - r.left - padL) / bw);
+      if (b < 0 || b >= hist.bins) { tip.textContent = ''; return; }
+      const counts = hist.series.map((s) => `${s.label ? `${s.label} ` : ''}${fmtNum(s.counts[b])}`).join(', ');
+      tip.textContent = `${binLabel(hist, b)}: ${counts}`;
+    };
+    canvas.onmouseleave = () => { tip.textContent = ''; };
+  }
+}
+
+/** A small line of the values (min and max per pixel column when there are many). */
+export function drawSparkline(canvas, values, st, size = null) {
+  const { ctx, w, h } = fitCanvas(canvas, size);
+  ctx.clearRect(0, 0, w, h);
+  if (!values.length || st.min == null) return;
+  const span = st.max - st.min || 1;
+  const y = (v) => h - 2 - ((v - st.min) / span) * (h - 4);
+  ctx.strokeStyle = css('--accent', '#3b6ef5');
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  const n = values.length;
+  if (n <= w) {
+    for (let i = 0; i < n; i++) {
+      const x = n === 1 ? w / 2 : (i / (n - 1)) * (w - 1);
+      const v = values[i];
+      if (i === 0) ctx.moveTo(x, y(v));
+      else ctx.lineTo(x, y(v));
+    }
+  } else {
+    for (let x = 0; x < w; x++) {
+      const a = Math.floor((x / w) * n);
+      const b = Math.max(a + 1, Math.floor(((x + 1) / w) * n));
+      let lo = Infinity;
+      let hi = -Infinity;
+      for (let i = a; i < b; i++) {
+        const v = values[i];
+        if (v < lo) lo = v;
+        if (v > hi) hi = v;
+      }
+      if (lo === Infinity) continue;
+      ctx.moveTo(x + 0.5, y(lo));
+      ctx.lineTo(x + 0.5, y(hi) - 0.5);
+    }
+  }
+  ctx.stroke();
+}
+
+/** The first `max` elements as text, with an ellipsis when there are more. */
+export function previewText(interp, rec, max = 8) {
+  const n = interp.count(rec);
+  const parts = [];
+  for (let i = 0; i < Math.min(n, max); i++) parts.push(interp.format(rec, i));
+  return parts.join('  ') + (n > max ? '  …' : '');
+}
+
+/** Elements of a record as rows: a row per leading index, with up to 16 trailing values each. */
+export function rowLayout(shape) {
+  const total = product(shape);
+  const last = shape.length >= 2 && shape[shape.length - 1] <= 16 ? shape[shape.length - 1] : 1;
+  const lead = last > 1 ? shape.slice(0, -1) : shape;
+  return { rows: last ? Math.ceil(total / last) : 0, cols: last, lead, total };
+}
+
+/** The multi-index of row `r` over `lead` dims, as "[a, b]". */
+export function rowIndex(lead, r) {
+  if (lead.length <= 1) return `[${r}]`;
+  const idx = new Array(lead.length);
+  for (let d = lead.length - 1; d >= 0; d--) {
+    idx[d] = r % lead[d];
+    r = Math.floor(r / lead[d]);
+  }
+  return `[${idx.join(', ')}]`;
+}
