@@ -16,6 +16,21 @@ async function filesOf(url, names) {
   }));
 }
 
+/**
+ * A FileSystemDirectoryHandle holding the store's files, in the origin-private file system:
+ * the same kind of handle showDirectoryPicker gives, without a dialog.
+ */
+async function dirOf(url, names, id) {
+  const root = await navigator.storage.getDirectory();
+  const dir = await root.getDirectoryHandle(`store-${id.replace(/[^\w.-]+/g, '_')}`, { create: true });
+  for (const file of await filesOf(url, names)) {
+    const w = await (await dir.getFileHandle(file.name, { create: true })).createWritable();
+    await w.write(file);
+    await w.close();
+  }
+  return dir;
+}
+
 /** Opens with `opts` and checks the store runs where asked: `threaded` true, false or any. */
 function opener(open, threaded) {
   return async () => {
@@ -58,6 +73,10 @@ export async function describeAll({ stores, sources, opts, threaded = null, conc
           continue;
         }
         r.files = await describeStore(opener(() => api.Store.open(files, opts), threaded));
+      }
+      if (sources.includes('dir') && s.files) {
+        const dir = await dirOf(s.url, s.files, s.id);
+        r.dir = await describeStore(opener(() => api.Store.open(dir, opts), threaded));
       }
     }
   };

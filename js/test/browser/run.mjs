@@ -148,7 +148,7 @@ function judge(label, run, sources, list) {
   for (const s of list) {
     for (const src of sources) {
       const got = run.results[s.id]?.[src];
-      if (src === 'files' && !s.files) continue;
+      if ((src === 'files' || src === 'dir') && !s.files) continue;
       compared += 1;
       const d = firstDifference(got, node[s.id]);
       if (d) fail(`${label} ${src} ${s.id}: ${d}`);
@@ -203,6 +203,8 @@ try {
     (async () => ({
       worker: await inPage(isolated, 'describeAll', { stores: forPage(isolated, workerFixtures), sources: ['http', 'files'], opts: { worker: true, threads: false }, threaded: false }),
       main: await inPage(isolated, 'describeAll', { stores: forPage(isolated, fixtures), sources: ['http'], opts: { threads: false }, threaded: false }),
+      dirMain: await inPage(isolated, 'describeAll', { stores: forPage(isolated, fixtures), sources: ['dir'], opts: { threads: false }, threaded: false }),
+      dirThreaded: await inPage(isolated, 'describeAll', { stores: forPage(isolated, fixtures), sources: ['dir'], opts: threadedOpts, threaded: true }),
       noRangeMain: await inPage(noRange, 'noRange', { url: `${noRange.url}fixtures/${GOOD}/store/`, opts: { threads: false } }),
       noRangeThreaded: await inPage(noRange, 'noRange', { url: `${noRange.url}fixtures/${GOOD}/store/`, opts: threadedOpts }),
     }))(),
@@ -216,6 +218,8 @@ try {
   judge('threaded build, worker', pThreaded.all, ['http', 'files'], threadedStores);
   judge('plain build in a worker (6 fixt.)', pExtra.worker, ['http', 'files'], workerFixtures);
   judge('plain build, isolated page (fixt.)', pExtra.main, ['http'], fixtures);
+  judge('directory handle, plain (fixt.)', pExtra.dirMain, ['dir'], fixtures);
+  judge('directory handle, threaded (fixt.)', pExtra.dirThreaded, ['dir'], fixtures);
   judgeErrors('errors, plain build', pPlain.errors);
   judgeErrors('errors, threaded build', pThreaded.errors);
   for (const [label, got] of [['no Range, plain build', pExtra.noRangeMain], ['no Range, threaded build', pExtra.noRangeThreaded]]) {
