@@ -1,0 +1,414 @@
+//! `loaderx`: inspect, check, repack, print, export and convert record stores.
+//!
+//! Exit codes: 0 success, 1 problems found (`verify`), 2 bad usage or a store that cannot be
+//! opened, read or written. `--json` prints one JSON document on stdout; progress bars go to
+//! stderr, and only when it is a terminal.
+
+mod npy;
+mod show;
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use loaderx_core::schema::{Kind, Schema};
+use loaderx_core::view::ElementView;
+use loaderx_native::{Codec, Store};
+use serde_json::{json, Value};
+
+#[derive(Parser)]
+#[command(name = "loaderx", version, about = "Inspect, check, repack and convert loaderx record stores")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Schema, length, codecs and sizes of a store.
+    Info {
+        store: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Storage usage: live, decoded and reclaimable bytes, compression ratio, file sizes.
+    Stats {
+        store: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Decode every record and report the ones that fail (exit code 1 if any).
+    Verify {
+        store: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Repack live records to the front and free the space deleted records held.
+    Compact {
+        store: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the first records.
+    Head {
+        store: PathBuf,
+        /// How many records.
+        #[arg(short = 'n', long, default_value_t = 10)]
+        count: u64,
+        /// Values shown per record.
+        #[arg(long, default_value_t = 16)]
+        values: usize,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print records by index.
+    Cat {
+        store: PathBuf,
+        /// Record indices.
+        #[arg(required = true)]
+        indices: Vec<u64>,
+        /// Values shown per record.
+        #[arg(long, default_value_t = 16)]
+        values: usize,
+        /// Write the decoded record bytes to stdout, back to back, instead of text.
+        #[arg(long, conflicts_with = "json")]
+        raw: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a dense store to a .npy file, shaped [records, ...item_shape].
+    Export {
+        store: PathBuf,
+        /// The .npy file to write.
+        out: PathBuf,
+    },
+    /// Make a new dense store from a .npy file, one record per row (as Python's from_numpy).
+    Convert {
+        /// The .npy file to read.
+        input: PathBuf,
+        /// The store directory to create.
+        store: PathBuf,
+        /// Per-record codec.
+        #[arg(long, value_enum, default_value_t = CodecArg::Zstd)]
+        codec: CodecArg,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum CodecArg {
+    Raw,
+    Zstd,
+}
+
+/// Why a command failed (exit code 2).
+#[derive(Debug)]
+pub(crate) enum Fail {
+    Usage(String),
+    Data(String),
+    Store(loaderx_native::Error),
+    Io(PathBuf, std::io::Error),
+}
+
+impl Fail {
+    pub(crate) fn usage(why: &str) -> Fail {
+        Fail::Usage(why.to_owned())
+    }
+    pub(crate) fn data(e: impl std::fmt::Display) -> Fail {
+        Fail::Data(e.to_string())
+    }
+    pub(crate) fn store(e: loaderx_native::Error) -> Fail {
+        Fail::Store(e)
+    }
+    pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Fail + '_ {
+        move |e| Fail::Io(path.to_path_buf(), e)
+    }
+}
+
+impl std::fmt::Display for Fail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fail::Usage(s) | Fail::Data(s) => f.write_str(s),
+            Fail::Store(e) => write!(f, "{e}"),
+            Fail::Io(p, e) => write!(f, "{}: {e}", p.display()),
+        }
+    }
+}
+
+/// A progress bar on stderr, drawn only when stderr is a terminal and output is not JSON.
+pub(crate) fn progress(total: u64, quiet: bool, what: &str) -> ProgressBar {
+    if quiet || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total);
+    let style = ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} records ({eta})")
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar.set_message(what.to_owned());
+    bar
+}
+
+fn main() -> ExitCode {
+    let result = match Cli::parse().command {
+        Command::Info { store, json } => info(&store, json),
+        Command::Stats { store, json } => stats(&store, json),
+        Command::Verify { store, json } => verify(&store, json),
+        Command::Compact { store, json } => compact(&store, json),
+        Command::Head { store, count, values, json } => head(&store, count, values, json),
+        Command::Cat { store, indices, values, raw, json } => cat(&store, &indices, values, raw, json),
+        Command::Export { store, out } => export(&store, &out),
+        Command::Convert { input, store, codec } => convert(&input, &store, codec),
+    };
+    result.unwrap_or_else(|e| {
+        eprintln!("loaderx: {e}");
+        ExitCode::from(2)
+    })
+}
+
+fn open(path: &Path) -> Result<Store, Fail> {
+    Store::open(path).map_err(Fail::store)
+}
+
+fn read_schema(path: &Path) -> Result<Option<Schema>, Fail> {
+    match std::fs::read(path.join("schema.msgpack")) {
+        Ok(bytes) => Ok(Some(Schema::from_msgpack(&bytes).map_err(Fail::data)?)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Fail::Io(path.join("schema.msgpack"), e)),
+    }
+}
+
+fn schema_json(schema: &Option<Schema>) -> Value {
+    schema.as_ref().map_or(Value::Null, |s| {
+        json!({
+            "kind": s.kind().map(|k| k.as_str()).ok(),
+            "dtype": s.dtype_str().ok(),
+            "item_shape": s.item_shape().ok(),
+            "codec": s.codec().ok(),
+        })
+    })
+}
+
+fn codec_counts(store: &Store) -> Result<[u64; 3], Fail> {
+    let indices: Vec<u64> = (0..store.len()).collect();
+    let mut codecs = [0u64; 3];
+    for loc in store.entries(&indices).map_err(Fail::store)? {
+        codecs[usize::from(loc.compress.min(2))] += 1;
+    }
+    Ok(codecs)
+}
+
+fn print_json(v: &Value) {
+    println!("{v:#}");
+}
+
+fn info(path: &Path, as_json: bool) -> Result<ExitCode, Fail> {
+    let store = open(path)?;
+    let stats = store.stats().map_err(Fail::store)?;
+    let header = store.header();
+    let codecs = codec_counts(&store)?;
+    let schema = schema_json(&read_schema(path)?);
+    let report = json!({
+        "path": path,
+        "length": store.len(),
+        "tail_chunk": header.tail_chunk,
+        "tail_offset": header.tail_offset,
+        "records_by_codec": {"raw": codecs[0], "zstd": codecs[1], "zstd_dict": codecs[2]},
+        "stats": {
+            "records": stats.records, "live_bytes": stats.live_bytes,
+            "chunk_bytes": stats.chunk_bytes, "reclaimable": stats.reclaimable,
+        },
+        "dict_bytes": store.dict_bytes().map(|d| d.len()),
+        "schema": schema,
+    });
+    if as_json {
+        print_json(&report);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("store        {}", path.display());
+    if schema.is_null() {
+        println!("schema       none (a plain Zrecord store)");
+    } else {
+        let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+        let (k, d, c) = (text(&schema["kind"]), text(&schema["dtype"]), text(&schema["codec"]));
+        println!("schema       {k} {d} {} codec {c}", schema["item_shape"]);
+    }
+    println!("records      {} (raw {}, zstd {}, zstd_dict {})", store.len(), codecs[0], codecs[1], codecs[2]);
+    println!("live bytes   {}", stats.live_bytes);
+    println!("chunk bytes  {} (reclaimable {})", stats.chunk_bytes, stats.reclaimable);
+    match store.dict_bytes() {
+        Some(d) => println!("dictionary   {} bytes", d.len()),
+        None => println!("dictionary   none"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Sizes of the store's files as they take space on disk (sparse files count what is written).
+fn file_sizes(path: &Path) -> Result<Vec<(String, u64, u64)>, Fail> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(path).map_err(Fail::io(path))? {
+        let entry = entry.map_err(Fail::io(path))?;
+        let meta = entry.metadata().map_err(Fail::io(path))?;
+        if meta.is_file() {
+            use std::os::unix::fs::MetadataExt;
+            files.push((entry.file_name().to_string_lossy().into_owned(), meta.len(), meta.blocks() * 512));
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+fn stats(path: &Path, as_json: bool) -> Result<ExitCode, Fail> {
+    let store = open(path)?;
+    let s = store.stats().map_err(Fail::store)?;
+    let codecs = codec_counts(&store)?;
+    let files = file_sizes(path)?;
+    let ratio = if s.live_bytes == 0 { 1.0 } else { s.logical_bytes as f64 / s.live_bytes as f64 };
+    let on_disk: u64 = files.iter().map(|f| f.2).sum();
+    if as_json {
+        let files: serde_json::Map<_, _> =
+            files.iter().map(|(n, len, disk)| (n.clone(), json!({"size": len, "disk": disk}))).collect();
+        print_json(&json!({
+            "records": s.records, "live_bytes": s.live_bytes, "logical_bytes": s.logical_bytes,
+            "chunk_bytes": s.chunk_bytes, "reclaimable": s.reclaimable, "compression_ratio": ratio,
+            "records_by_codec": {"raw": codecs[0], "zstd": codecs[1], "zstd_dict": codecs[2]},
+            "disk_bytes": on_disk, "files": files,
+        }));
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("records        {} (raw {}, zstd {}, zstd_dict {})", s.records, codecs[0], codecs[1], codecs[2]);
+    println!("decoded bytes  {}", s.logical_bytes);
+    println!("stored bytes   {} (compression {ratio:.2}x)", s.live_bytes);
+    println!("chunk bytes    {} (reclaimable by compact: {})", s.chunk_bytes, s.reclaimable);
+    println!("on disk        {on_disk} bytes in {} files", files.len());
+    for (name, len, disk) in &files {
+        println!("  {name:<16} {disk:>14} on disk ({len} apparent)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn verify(path: &Path, as_json: bool) -> Result<ExitCode, Fail> {
+    let store = open(path)?;
+    let bar = progress(store.len(), as_json, "verifying");
+    let report = store.verify(|done, _| bar.set_position(done));
+    bar.finish_and_clear();
+    if as_json {
+        let bad: Vec<_> = report.bad.iter().map(|(i, why)| json!({"index": i, "error": why})).collect();
+        print_json(&json!({"checked": report.checked, "bad": bad}));
+    } else {
+        for (index, why) in &report.bad {
+            println!("bad record {index}: {why}");
+        }
+        println!("{} records checked, {} bad", report.checked, report.bad.len());
+    }
+    Ok(if report.bad.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn compact(path: &Path, as_json: bool) -> Result<ExitCode, Fail> {
+    let store = open(path)?;
+    let before = store.stats().map_err(Fail::store)?;
+    store.compact().map_err(Fail::store)?;
+    store.sync().map_err(Fail::store)?;
+    let after = store.stats().map_err(Fail::store)?;
+    let freed = before.chunk_bytes.saturating_sub(after.chunk_bytes);
+    if as_json {
+        print_json(&json!({
+            "records": after.records, "chunk_bytes_before": before.chunk_bytes,
+            "chunk_bytes_after": after.chunk_bytes, "freed": freed,
+        }));
+    } else {
+        println!(
+            "compacted {} records: chunk bytes {} -> {} ({freed} freed)",
+            after.records, before.chunk_bytes, after.chunk_bytes
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn head(path: &Path, count: u64, values: usize, as_json: bool) -> Result<ExitCode, Fail> {
+    let store = open(path)?;
+    let indices: Vec<u64> = (0..count.min(store.len())).collect();
+    print_records(path, &store, &indices, values, as_json)
+}
+
+fn cat(path: &Path, indices: &[u64], values: usize, raw: bool, as_json: bool) -> Result<ExitCode, Fail> {
+    let store = open(path)?;
+    if raw {
+        let mut out = std::io::stdout().lock();
+        for (_, bytes) in read_records(&store, indices)? {
+            out.write_all(&bytes).map_err(Fail::io(Path::new("stdout")))?;
+        }
+        out.flush().map_err(Fail::io(Path::new("stdout")))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    print_records(path, &store, indices, values, as_json)
+}
+
+/// Decoded records, one gather per block of at most 64 MiB.
+fn read_records(store: &Store, indices: &[u64]) -> Result<Vec<(u64, Vec<u8>)>, Fail> {
+    let lens = store.lengths(indices).map_err(Fail::store)?;
+    let mut out = Vec::with_capacity(indices.len());
+    for (&index, &len) in indices.iter().zip(&lens) {
+        let mut buf = vec![0u8; len as usize];
+        store.gather(&[index], &mut buf, &[0]).map_err(Fail::store)?;
+        out.push((index, buf));
+    }
+    Ok(out)
+}
+
+fn print_records(
+    path: &Path,
+    store: &Store,
+    indices: &[u64],
+    limit: usize,
+    as_json: bool,
+) -> Result<ExitCode, Fail> {
+    let schema = read_schema(path)?;
+    let dense = schema.as_ref().and_then(|s| s.kind().ok()) == Some(Kind::Dense);
+    let dtype = schema.as_ref().and_then(|s| s.dtype().ok());
+    let shape = show::Shape {
+        view: dtype.as_ref().map(ElementView::of),
+        dtype,
+        item_shape: schema.as_ref().and_then(|s| s.item_shape().ok()).unwrap_or_default(),
+    };
+    let mut rows = Vec::new();
+    for (index, bytes) in read_records(store, indices)? {
+        let dims = shape.of(bytes.len(), dense);
+        let total = shape.values(&bytes, usize::MAX).len();
+        let vals = shape.values(&bytes, limit);
+        if as_json {
+            rows.push(json!({"index": index, "shape": dims, "bytes": bytes.len(), "values": vals, "values_total": total}));
+        } else {
+            println!("{}", show::line(index, &dims, &vals, total));
+        }
+    }
+    if as_json {
+        print_json(&Value::Array(rows));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn export(path: &Path, out: &Path) -> Result<ExitCode, Fail> {
+    let store = open(path)?;
+    let schema = read_schema(path)?
+        .ok_or_else(|| Fail::usage("the store has no schema.msgpack, so no dtype to export"))?;
+    let n = npy::export(&store, &schema, out, false)?;
+    eprintln!("wrote {n} records to {}", out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn convert(input: &Path, store: &Path, codec: CodecArg) -> Result<ExitCode, Fail> {
+    let codec = match codec {
+        CodecArg::Raw => Codec::Raw,
+        CodecArg::Zstd => Codec::Zstd,
+    };
+    let n = npy::convert(input, store, codec, false)?;
+    eprintln!("wrote {n} records to {}", store.display());
+    Ok(ExitCode::SUCCESS)
+}
