@@ -5,7 +5,9 @@ PY    := $(CURDIR)/.venv/bin/python
 export LOADERX_REF_PYTHON := $(CURDIR)/.venv-ref/bin/python
 export LOADERX_REQUIRE_REF := 1
 
-.PHONY: demo test setup py-build js-build test-rust test-py test-wheel test-js test-browser test-golden test-viewer viewer lint bench bench-py bench-js crash fixtures-check
+FUZZ_SECONDS ?= 60
+
+.PHONY: fuzz-smoke demo test setup py-build js-build test-rust test-py test-wheel test-js test-browser test-golden test-viewer viewer bench-viewer lint bench bench-py bench-js crash fixtures-check
 
 ## The main job: train from the DataLoader, stream an image store, inspect it.
 demo: setup py-build js-build
@@ -50,6 +52,10 @@ test-browser:
 test-viewer:
 	node js/test/viewer/run.mjs
 
+## The viewer's speed targets (pages of a 100,000-record store within 500 ms, no stall over 200 ms).
+bench-viewer:
+	LOADERX_VIEWER_TARGETS=1 node js/test/viewer/run.mjs
+
 ## The dataset viewer for STORE (STORE2: a second stream, PORT: default 8765) on 127.0.0.1; prints the URL.
 viewer: setup js-build
 	@test -n "$(STORE)" || { echo "usage: make viewer STORE=path/to/store [STORE2=path] [PORT=8765]" >&2; exit 2; }
@@ -65,6 +71,11 @@ test-wheel:
 
 lint:
 	$(CARGO) clippy --workspace --all-targets -j$(JOBS) -- -D warnings
+
+## Each cargo-fuzz target for FUZZ_SECONDS (nightly, libFuzzer), seeded from the fixtures.
+## Crashers land in fuzz/artifacts/<target>/; commit them to fuzz/regressions/<target>/.
+fuzz-smoke:
+	./scripts/fuzz_smoke.sh $(FUZZ_SECONDS)
 
 ## The crash loop with more cycles.
 crash:

@@ -22,6 +22,8 @@
 
 mod error;
 mod fanout;
+#[doc(hidden)]
+pub mod fuzzing;
 mod map;
 mod store;
 mod write;
