@@ -43,7 +43,8 @@ pub fn format(data: &[u8]) {
         return;
     }
     let length = u64::from(header.length).min(4096);
-    let chunk_lens: Vec<Option<u64>> = (0..=header.tail_chunk.min(8)).map(|c| Some(u64::from(c) * 4096 + 65536)).collect();
+    let chunk_lens: Vec<Option<u64>> =
+        (0..=header.tail_chunk.min(8)).map(|c| Some(u64::from(c) * 4096 + 65536)).collect();
     let mut cache = TableCache::new(u64::from(header.length));
     for r in cache.missing(0..length) {
         let end = (r.end as usize).min(data.len());
@@ -53,7 +54,8 @@ pub fn format(data: &[u8]) {
     for (i, loc) in &entries {
         let _ = loc.validate(*i, |c| chunk_lens.get(usize::from(c)).copied().flatten());
     }
-    let rules = PlanRules { chunk_lens: &chunk_lens, dense_item: None, view: None, max_gap: 4096, max_out: 64 << 20 };
+    let rules =
+        PlanRules { chunk_lens: &chunk_lens, dense_item: None, view: None, max_gap: 4096, max_out: 64 << 20 };
     if let Ok(plan) = read::plan_gather(&entries, &rules, true) {
         for s in &plan.slots {
             let r = plan.ranges[s.range];

@@ -314,7 +314,8 @@ impl Plan {
     }
 }
 
-#[cfg(not(all(target_arch = "wasm32", target_feature = "atomics")))]
+/// Decodes every slot into its output slice: on the wasm-bindgen-rayon pool in the threaded
+/// build, one after another otherwise.
 fn decode_all(
     slots: &[Slot],
     ranges: &[ReadRange],
@@ -323,31 +324,17 @@ fn decode_all(
     view: Option<&ElementView>,
     outs: Vec<&mut [u8]>,
 ) -> Vec<Result<(), ReadError>> {
-    let mut decoder = Decoder::new(dict);
-    slots
-        .iter()
-        .zip(outs)
-        .map(|(s, dst)| read::decode_slot(s, &ranges[s.range], pieces[s.range], &mut decoder, view, dst))
-        .collect()
-}
-
-#[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
-fn decode_all(
-    slots: &[Slot],
-    ranges: &[ReadRange],
-    pieces: &[&[u8]],
-    dict: Option<&Dictionary>,
-    view: Option<&ElementView>,
-    outs: Vec<&mut [u8]>,
-) -> Vec<Result<(), ReadError>> {
-    use rayon::prelude::*;
-    slots
-        .par_iter()
-        .zip(outs)
-        .with_min_len(4)
-        .map_init(
-            || Decoder::new(dict),
-            |decoder, (s, dst)| read::decode_slot(s, &ranges[s.range], pieces[s.range], decoder, view, dst),
-        )
-        .collect()
+    let one = |decoder: &mut Decoder<'_>, (s, dst): (&Slot, &mut [u8])| {
+        read::decode_slot(s, &ranges[s.range], pieces[s.range], decoder, view, dst)
+    };
+    #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+    {
+        use rayon::prelude::*;
+        slots.par_iter().zip(outs).with_min_len(4).map_init(|| Decoder::new(dict), one).collect()
+    }
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "atomics")))]
+    {
+        let mut decoder = Decoder::new(dict);
+        slots.iter().zip(outs).map(|pair| one(&mut decoder, pair)).collect()
+    }
 }
