@@ -24,17 +24,23 @@ pub struct Stats {
 impl Stats {
     /// Usage of a store with `header`, from its live entries.
     pub fn from_entries(header: &Header, entries: impl IntoIterator<Item = RecordLoc>) -> Stats {
-        let mut s = Stats {
+        let (live, logical) = entries
+            .into_iter()
+            .fold((0, 0), |(p, l), loc| (p + u64::from(loc.phys_length), l + u64::from(loc.logic_length)));
+        Stats::from_sums(header, live, logical)
+    }
+
+    /// Usage of a store with `header` whose live entries sum to `live_bytes` stored and
+    /// `logical_bytes` decoded bytes (for front ends that read the table in parts).
+    pub fn from_sums(header: &Header, live_bytes: u64, logical_bytes: u64) -> Stats {
+        let chunk_bytes = header.chunk_bytes();
+        Stats {
             records: u64::from(header.length),
-            chunk_bytes: header.chunk_bytes(),
-            ..Stats::default()
-        };
-        for loc in entries {
-            s.live_bytes += u64::from(loc.phys_length);
-            s.logical_bytes += u64::from(loc.logic_length);
+            live_bytes,
+            logical_bytes,
+            chunk_bytes,
+            reclaimable: chunk_bytes.saturating_sub(live_bytes),
         }
-        s.reclaimable = s.chunk_bytes.saturating_sub(s.live_bytes);
-        s
     }
 }
 

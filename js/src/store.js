@@ -13,6 +13,8 @@ const MAX_SIDE_FILE = 64 << 20;
 const VERIFY_BATCH = 1024;
 /** Decoded bytes per verify step, at most (a single record may exceed it). */
 const VERIFY_BYTES = 64 << 20;
+/** Records whose table entries stats() reads at a time (16 MiB of table). */
+const STATS_SPAN = 1 << 20;
 /** Concurrent reads per call. */
 const READ_CONCURRENCY = 16;
 
@@ -170,15 +172,20 @@ export function makeApi(wasm) {
       });
     }
 
-    /** Loads the table pages of `idx` (checking the indices) and returns right after, so the
-     *  caller can plan with no await in between. */
-    async #withTable(idx, then) {
+    /** Loads the table pages `missing()` names until none are missing, then returns `then()`
+     *  right after, so the caller can plan with no await in between. */
+    async #withTable(missing, then) {
       for (let attempt = 0; ; attempt++) {
         this.#check();
-        const ranges = this.reader.tableRanges(idx);
+        const ranges = missing();
         if (ranges.length === 0 || attempt > 3) return then();
         await this.#loadTable(ranges);
       }
+    }
+
+    /** `#withTable` for the entries of `idx` (checking the indices). */
+    #withEntries(idx, then) {
+      return this.#withTable(() => this.reader.tableRanges(idx), then);
     }
 
     /**
@@ -219,7 +226,7 @@ export function makeApi(wasm) {
 
     async #gather(indices, typed) {
       const idx = toIndexArray(indices);
-      const plan = await this.#withTable(idx, () => this.reader.plan(idx, this.source.maxGap, false, typed));
+      const plan = await this.#withEntries(idx, () => this.reader.plan(idx, this.source.maxGap, false, typed));
       try {
         const out = await this.#run(plan);
         return { out, lens: plan.outLengths() };
@@ -232,7 +239,7 @@ export function makeApi(wasm) {
     async lengths(indices) {
       return this.#guard('reading lengths', async () => {
         const idx = toIndexArray(indices);
-        return this.#withTable(idx, () => this.reader.lengths(idx));
+        return this.#withEntries(idx, () => this.reader.lengths(idx));
       });
     }
 
@@ -291,7 +298,7 @@ export function makeApi(wasm) {
           let idx = new Float64Array(end - start).map((_, k) => start + k);
           let plan;
           try {
-            plan = await this.#withTable(idx, () => {
+            plan = await this.#withEntries(idx, () => {
               // Keep the decoded batch well under the wasm output cap: big records (up to
               // 1 MiB each, twice that as float32 from float16) get fewer per batch.
               const lens = this.reader.lengths(idx);
@@ -331,13 +338,16 @@ export function makeApi(wasm) {
      */
     async stats() {
       return this.#guard('stats', async () => {
-        for (let attempt = 0; ; attempt++) {
-          this.#check();
-          const ranges = this.reader.tableRangesSpan(0, this.reader.length);
-          if (ranges.length === 0 || attempt > 3) break;
-          await this.#loadTable(ranges);
+        // The table in spans of STATS_SPAN records, so a store of any length fits the cache.
+        let live = 0;
+        let logical = 0;
+        for (let start = 0; start < this.reader.length; start += STATS_SPAN) {
+          const end = Math.min(this.reader.length, start + STATS_SPAN);
+          const [l, g] = await this.#withTable(() => this.reader.tableRangesSpan(start, end), () => this.reader.entrySums(start, end));
+          live += l;
+          logical += g;
         }
-        const s = this.reader.stats();
+        const s = this.reader.stats(live, logical);
         const fileBytes = { ...this.info.fileBytes };
         const diskBytes = Object.values(fileBytes).reduce((a, b) => a + b, 0);
         return { ...s, compressionRatio: s.liveBytes ? s.logicalBytes / s.liveBytes : 1, fileBytes, diskBytes, hasDict: this.reader.hasDict };

@@ -222,12 +222,29 @@ impl Reader {
         Ok(out)
     }
 
-    /// Storage usage: `{records, liveBytes, logicalBytes, chunkBytes, reclaimable}`. Needs the
-    /// whole live table cached (`tableRangesSpan(0, length)`).
-    pub fn stats(&self) -> Result<JsValue, JsValue> {
-        let all: Vec<f64> = (0..self.header.length).map(f64::from).collect();
-        let entries = self.entries(&all)?;
-        let s = Stats::from_entries(&self.header, entries.into_iter().map(|(_, loc)| loc));
+    /// `[stored, decoded]` byte sums of the entries of records `start..end`, whose table pages
+    /// must be cached (`tableRangesSpan(start, end)`).
+    #[wasm_bindgen(js_name = entrySums)]
+    pub fn entry_sums(&self, start: f64, end: f64) -> Result<Vec<f64>, JsValue> {
+        let len = u64::from(self.header.length);
+        let (start, end) = (size(start, "start")?.min(len), size(end, "end")?.min(len));
+        let (mut live, mut logical) = (0u64, 0u64);
+        for i in start..end {
+            let loc = self
+                .table
+                .entry(i)
+                .ok_or_else(|| argument("table entries not loaded (call tableRangesSpan first)"))?;
+            live += u64::from(loc.phys_length);
+            logical += u64::from(loc.logic_length);
+        }
+        Ok(vec![live as f64, logical as f64])
+    }
+
+    /// Storage usage `{records, liveBytes, logicalBytes, chunkBytes, reclaimable}`, from the
+    /// [`entrySums`](Self::entry_sums) of every live record.
+    pub fn stats(&self, live_bytes: f64, logical_bytes: f64) -> Result<JsValue, JsValue> {
+        let (live, logical) = (size(live_bytes, "liveBytes")?, size(logical_bytes, "logicalBytes")?);
+        let s = Stats::from_sums(&self.header, live, logical);
         let o = js_sys::Object::new();
         for (k, v) in [
             ("records", s.records),

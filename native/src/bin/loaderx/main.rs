@@ -350,7 +350,7 @@ fn cat(path: &Path, indices: &[u64], values: usize, raw: bool, as_json: bool) ->
     print_records(path, &store, indices, values, as_json)
 }
 
-/// Decoded records, one gather per block of at most 64 MiB.
+/// Decoded records, one gather each (the commands print a handful).
 fn read_records(store: &Store, indices: &[u64]) -> Result<Vec<(u64, Vec<u8>)>, Fail> {
     let lens = store.lengths(indices).map_err(Fail::store)?;
     let mut out = Vec::with_capacity(indices.len());

@@ -43,7 +43,7 @@ pub(crate) fn export(store: &Store, schema: &Schema, out: &Path, quiet: bool) ->
         let indices: Vec<u64> = (start..end).collect();
         let offsets: Vec<u64> = (0..end - start).map(|k| k * item).collect();
         buf.resize(((end - start) * item) as usize, 0);
-        store.gather(&indices, &mut buf, &offsets).map_err(Fail::store)?;
+        // Every record must be one whole item before any is placed at its item's offset.
         for (k, len) in store.lengths(&indices).map_err(Fail::store)?.into_iter().enumerate() {
             if u64::from(len) != item {
                 return Err(Fail::Data(format!(
@@ -52,6 +52,7 @@ pub(crate) fn export(store: &Store, schema: &Schema, out: &Path, quiet: bool) ->
                 )));
             }
         }
+        store.gather(&indices, &mut buf, &offsets).map_err(Fail::store)?;
         w.write_all(&buf).map_err(Fail::io(out))?;
         bar.set_position(end);
     }
