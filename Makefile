@@ -32,7 +32,7 @@ js-build:
 	JOBS=$(JOBS) ./scripts/build_wasm.sh
 
 test-rust:
-	$(CARGO) test -j$(JOBS) -p loaderx-core -p loaderx-native
+	$(CARGO) test -j$(JOBS) -p loaderx-core -p loaderx-native --features loaderx-native/fault-injection
 
 # Every store the Python tests write is exported (trimmed, with per-record hashes) for test-js.
 PY_STORES := $(CURDIR)/artifacts/py-stores
@@ -79,7 +79,7 @@ fuzz-smoke:
 
 ## The crash loop with more cycles.
 crash:
-	LOADERX_CRASH_CYCLES=1000 $(CARGO) test --release -j$(JOBS) -p loaderx-native --test crash_append_leaves_prefix
+	LOADERX_CRASH_CYCLES=1000 $(CARGO) test --release -j$(JOBS) -p loaderx-native --test crash_loop_reaches_valid_states -- --nocapture
 
 bench:
 	$(CARGO) bench -j$(JOBS) -p loaderx-native --bench gather

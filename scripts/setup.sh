@@ -41,8 +41,9 @@ if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen 0.2.130" ]; then
   echo "setup: installing wasm-bindgen-cli 0.2.130 (about 4 minutes)"
   cargo install -q wasm-bindgen-cli --version 0.2.130
 fi
-# The js package's dev dependency (playwright-core drives Debian's chromium; no browser download).
-if [ ! -d js/node_modules/playwright-core ]; then
+# The js package's dev dependencies (playwright-core drives Debian's chromium, no browser download;
+# fast-check runs the bad-input property tests).
+if [ ! -d js/node_modules/playwright-core ] || [ ! -d js/node_modules/fast-check ]; then
   echo "setup: npm ci in js/"
   (cd js && npm ci --no-audit --no-fund --silent)
 fi
@@ -54,10 +55,10 @@ if ! .venv-ref/bin/python -c "import loaderx, numpy" 2>/dev/null; then
   .venv-ref/bin/pip install -q loaderx==0.9.11 numpy msgpack cffi
 fi
 # The project's own venv: build tools, test and demo dependencies.
-if ! .venv/bin/python -c "import maturin, numpy, msgpack, pytest, tqdm, sklearn" 2>/dev/null; then
-  echo "setup: creating .venv (maturin, numpy, msgpack, pytest, tqdm, scikit-learn)"
+if ! .venv/bin/python -c "import maturin, numpy, msgpack, pytest, tqdm, sklearn, hypothesis" 2>/dev/null; then
+  echo "setup: creating .venv (maturin, numpy, msgpack, pytest, hypothesis, tqdm, scikit-learn)"
   python3 -m venv .venv
   .venv/bin/pip install -q -U pip
-  .venv/bin/pip install -q maturin numpy msgpack pytest tqdm scikit-learn
+  .venv/bin/pip install -q maturin numpy msgpack pytest hypothesis tqdm scikit-learn
 fi
 echo "setup: ok"

@@ -8,6 +8,7 @@
 pub mod codec;
 pub mod dtype;
 pub mod format;
+pub mod journal;
 pub mod plan;
 pub mod read;
 pub mod sampler;

@@ -22,6 +22,7 @@
 
 mod error;
 mod fanout;
+mod io;
 #[doc(hidden)]
 pub mod fuzzing;
 mod map;
@@ -32,6 +33,10 @@ pub use error::{Error, Result};
 pub use loaderx_core::format::{Codec, Header, RecordLoc};
 pub use store::{OpenOptions, Stats, Store, VerifyReport};
 pub use write::record_ranges;
+
+/// The test-only I/O fault seam (see `io.rs`).
+#[cfg(feature = "fault-injection")]
+pub use io::{faults, Op as IoOp};
 
 /// The README's Rust snippets, compiled and run as doctests.
 #[cfg(doctest)]

@@ -1,7 +1,8 @@
 //! Opening a store and the read path: `len`, `lengths`, `gather`, `stats`.
 //!
 //! Invariants:
-//! * Opening never writes: a reader maps `meta.zr` and the chunk files read-only at their current
+//! * Opening never writes, except to finish a delete that a crash interrupted (a
+//!   `delete.journal` is present and no live writer holds the lock): a reader maps `meta.zr` and the chunk files read-only at their current
 //!   sizes and takes no lock. Only the first mutating call upgrades the handle to a writer
 //!   (see `write.rs`).
 //! * Before any byte reaches a caller's buffer, a read checks every index against the published
@@ -126,6 +127,9 @@ impl Store {
                 return Err(Error::NotAStore { path: dir, reason: "it has no meta.zr".into() });
             }
             crate::write::create_store(&dir)?;
+        }
+        if dir.join(loaderx_core::journal::JOURNAL_FILE).exists() {
+            crate::write::recover_interrupted_delete(&dir)?;
         }
         let meta_file = File::open(&meta_path).map_err(Error::io("open", &meta_path))?;
         let meta_len = meta_file.metadata().map_err(Error::io("stat", &meta_path))?.len();

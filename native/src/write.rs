@@ -17,7 +17,6 @@
 
 use std::collections::BTreeSet;
 use std::fs::{self, File};
-use std::io::Write;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -28,10 +27,12 @@ use loaderx_core::format::{
     entry_offset, Codec, Header, RecordLoc, CHUNK_SIZE, HEADER_SIZE, MAX_RECORDS, MAX_RECORD_LEN,
     META_FULL_SIZE,
 };
-use loaderx_core::plan::{delete_swaps, place_append, plan_compact, PlanError};
+use loaderx_core::journal::{DeleteJournal, JournalPlanError, JOURNAL_FILE};
+use loaderx_core::plan::{place_append, plan_compact, PlanError};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::io;
 use crate::map::MetaMap;
 use crate::store::{chunk_path, read_lock, write_lock, Chunk, Store};
 
@@ -48,6 +49,9 @@ pub(crate) struct Writer {
     synced_length: u64,
     /// The directory gained or lost files since the last `sync`.
     dir_dirty: bool,
+    /// A delete was applied but its journal could not yet be made durable and removed (an I/O
+    /// error); the next mutating call finishes that first.
+    journal_pending: bool,
 }
 
 /// Creates an empty store in `dir`: `meta.zr` (written whole, then renamed into place) and `0.zr`.
@@ -63,24 +67,106 @@ pub(crate) fn create_store(dir: &Path) -> Result<()> {
         ));
     }
     let tmp = dir.join("meta.zr.tmp");
-    let mut file = File::create(&tmp).map_err(Error::io("create", &tmp))?;
-    file.write_all(&Header::EMPTY.to_bytes()).map_err(Error::io("write", &tmp))?;
-    file.set_len(META_FULL_SIZE).map_err(Error::io("resize", &tmp))?;
-    file.sync_all().map_err(Error::io("sync", &tmp))?;
+    if let Err(e) = io::write_new(&tmp, &Header::EMPTY.to_bytes(), META_FULL_SIZE) {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
     // meta.zr appears whole (header written) or not at all. A crash before 0.zr exists is
     // repaired by the first write, which creates a missing tail chunk of an empty store.
-    fs::rename(&tmp, dir.join("meta.zr")).map_err(Error::io("rename", &tmp))?;
+    io::rename(&tmp, &dir.join("meta.zr"))?;
     let chunk = chunk_path(dir, 0);
-    File::create(&chunk).and_then(|f| f.set_len(CHUNK_SIZE)).map_err(Error::io("create", &chunk))?;
-    sync_dir(dir)
+    let file = File::create(&chunk).map_err(Error::io("create", &chunk))?;
+    io::set_len(&file, CHUNK_SIZE, &chunk)?;
+    io::sync_dir(dir)
 }
 
 fn is_chunk_name(name: &str) -> bool {
     name.strip_suffix(".zr").is_some_and(|stem| !stem.is_empty() && stem.bytes().all(|b| b.is_ascii_digit()))
 }
 
-fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir).and_then(|d| d.sync_all()).map_err(Error::io("sync", dir))
+/// `meta.zr` opened for writing: locked, validated, grown to full size and mapped.
+fn open_meta_for_writing(dir: &Path) -> Result<(File, MetaMap, Header)> {
+    let meta_path = dir.join("meta.zr");
+    let meta_file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&meta_path)
+        .map_err(Error::io("open for writing", &meta_path))?;
+    match meta_file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Err(Error::Locked(dir.to_path_buf())),
+        Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("lock", &meta_path)(e)),
+    }
+    let len = meta_file.metadata().map_err(Error::io("stat", &meta_path))?.len();
+    let mut head = [0u8; HEADER_SIZE as usize];
+    meta_file.read_exact_at(&mut head, 0).map_err(Error::io("read", &meta_path))?;
+    let header = Header::read(&head).map_err(|e| Error::format(&meta_path, e))?;
+    header.validate(len).map_err(|e| Error::format(&meta_path, e))?;
+    if len < META_FULL_SIZE {
+        io::set_len(&meta_file, META_FULL_SIZE, &meta_path)?;
+    }
+    let map = MetaMap::new(&meta_file, META_FULL_SIZE, true).map_err(Error::io("mmap", &meta_path))?;
+    Ok((meta_file, map, header))
+}
+
+/// Called by `open` when `delete.journal` exists: unless a live writer holds the lock (its
+/// delete is still running), finishes the delete a crash interrupted, then lets go of the lock.
+pub(crate) fn recover_interrupted_delete(dir: &Path) -> Result<()> {
+    let (_file, meta, _) = match open_meta_for_writing(dir) {
+        Ok(opened) => opened,
+        Err(Error::Locked(_)) => return Ok(()),
+        Err(Error::Io { source, .. })
+            if matches!(source.kind(), std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem) =>
+        {
+            return Err(Error::corrupt(
+                dir.join(JOURNAL_FILE),
+                "a delete was interrupted; finishing it needs write access to the store",
+            ))
+        }
+        Err(e) => return Err(e),
+    };
+    finish_journal(dir, &meta)
+}
+
+/// Replays `delete.journal`, if there is one, makes the table durable and removes the journal.
+fn finish_journal(dir: &Path, meta: &MetaMap) -> Result<()> {
+    let path = dir.join(JOURNAL_FILE);
+    let bytes = match fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io("read", &path)(e)),
+    };
+    let journal = DeleteJournal::parse(&bytes).map_err(|e| Error::corrupt(&path, e))?;
+    apply_journal(dir, meta, &journal)?;
+    settle_journal(dir, meta)
+}
+
+/// Writes the journal's entries and publishes its length (memory only).
+fn apply_journal(dir: &Path, meta: &MetaMap, journal: &DeleteJournal) -> Result<()> {
+    let length = meta.length();
+    if !journal.applies_to(length) {
+        return Err(Error::corrupt(
+            dir.join(JOURNAL_FILE),
+            format!(
+                "it records a delete from {} to {} records, but the table holds {length}",
+                journal.old_length, journal.new_length
+            ),
+        ));
+    }
+    for (index, loc) in &journal.entries {
+        if !meta.set_entry(u64::from(*index), loc) {
+            return Err(Error::corrupt(dir.join("meta.zr"), "table is shorter than its capacity"));
+        }
+    }
+    meta.publish_length(journal.new_length);
+    Ok(())
+}
+
+/// Makes an applied journal's table durable, then removes the journal.
+fn settle_journal(dir: &Path, meta: &MetaMap) -> Result<()> {
+    io::sync_with(&dir.join("meta.zr"), || meta.flush_range(0, META_FULL_SIZE))?;
+    io::remove(&dir.join(JOURNAL_FILE))?;
+    io::sync_dir(dir)
 }
 
 /// Byte ranges of the records packed in a source buffer of `src_len` bytes: record `k` runs from
@@ -116,30 +202,25 @@ impl Store {
         if guard.is_none() {
             *guard = Some(self.upgrade()?);
         }
+        if let Some(writer) = guard.as_mut() {
+            self.settle_pending(writer)?;
+        }
         Ok(guard)
     }
 
+    /// Finishes a delete whose journal an I/O error left in place.
+    fn settle_pending(&self, writer: &mut Writer) -> Result<()> {
+        if writer.journal_pending {
+            settle_journal(&self.dir, &read_lock(&self.meta))?;
+            writer.journal_pending = false;
+        }
+        Ok(())
+    }
+
     fn upgrade(&self) -> Result<Writer> {
-        let meta_path = self.dir.join("meta.zr");
-        let meta_file = fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&meta_path)
-            .map_err(Error::io("open for writing", &meta_path))?;
-        match meta_file.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => return Err(Error::Locked(self.dir.clone())),
-            Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("lock", &meta_path)(e)),
-        }
-        let len = meta_file.metadata().map_err(Error::io("stat", &meta_path))?.len();
-        let mut head = [0u8; HEADER_SIZE as usize];
-        meta_file.read_exact_at(&mut head, 0).map_err(Error::io("read", &meta_path))?;
-        let header = Header::read(&head).map_err(|e| Error::format(&meta_path, e))?;
-        header.validate(len).map_err(|e| Error::format(&meta_path, e))?;
-        if len < META_FULL_SIZE {
-            meta_file.set_len(META_FULL_SIZE).map_err(Error::io("resize", &meta_path))?;
-        }
-        let map = MetaMap::new(&meta_file, META_FULL_SIZE, true).map_err(Error::io("mmap", &meta_path))?;
+        let (meta_file, map, _) = open_meta_for_writing(&self.dir)?;
+        finish_journal(&self.dir, &map)?;
+        let header = map.header();
         *write_lock(&self.meta) = map;
 
         let mut chunk_files = Vec::new();
@@ -169,7 +250,7 @@ impl Store {
             };
             let len = file.metadata().map_err(Error::io("stat", &path))?.len();
             if len < CHUNK_SIZE {
-                file.set_len(CHUNK_SIZE).map_err(Error::io("resize", &path))?;
+                io::set_len(&file, CHUNK_SIZE, &path)?;
             }
             if len < CHUNK_SIZE || chunks.get(usize::from(id)).is_none_or(Option::is_none) {
                 let chunk = Chunk::open_read(&path)?.map(Arc::new);
@@ -183,6 +264,7 @@ impl Store {
             dirty: BTreeSet::new(),
             synced_length: u64::from(header.length),
             dir_dirty: false,
+            journal_pending: false,
         })
     }
 
@@ -199,7 +281,7 @@ impl Store {
             .truncate(false)
             .open(&path)
             .map_err(Error::io("create", &path))?;
-        file.set_len(CHUNK_SIZE).map_err(Error::io("resize", &path))?;
+        io::set_len(&file, CHUNK_SIZE, &path)?;
         let chunk = Chunk::open_read(&path)?.map(Arc::new);
         set_slot(&mut write_lock(&self.chunks), id, chunk);
         set_slot(&mut writer.chunk_files, id, Some(file));
@@ -249,7 +331,7 @@ impl Store {
         places.par_iter().zip(&stored).try_for_each(|(&(id, offset), (_, bytes))| {
             let file = files.get(usize::from(id)).and_then(Option::as_ref);
             let file = file.ok_or_else(|| Error::corrupt(chunk_path(&self.dir, id), "chunk file missing"))?;
-            file.write_all_at(bytes, u64::from(offset)).map_err(Error::io("write", chunk_path(&self.dir, id)))
+            io::write_at(file, bytes, u64::from(offset), &chunk_path(&self.dir, id))
         })?;
         let meta = read_lock(&self.meta);
         for (k, (&(chunk_id, offset), (codec, bytes))) in places.iter().zip(&stored).enumerate() {
@@ -275,23 +357,43 @@ impl Store {
     /// Removes records, keeping the live index space dense: duplicates are dropped and the rest
     /// applied in descending order, each hole filled with the current last record.
     /// Only the table changes; `compact` reclaims the bytes. Takes exclusive access.
+    ///
+    /// Crash-atomic: the outcome is written to `delete.journal` (synced, renamed into place)
+    /// before the table changes, and a crash after that point is finished by the next open.
+    /// If an I/O error strikes after the journal is in place, the delete has still happened
+    /// (the error says it could not be made durable) and the next mutating call retries that.
     pub fn delete(&self, indices: &[u64]) -> Result<()> {
         let _gate = write_lock(&self.gate);
         let length = self.len();
-        let swaps = delete_swaps(length, indices)?;
-        if swaps.is_empty() {
+        loaderx_core::plan::delete_order(length, indices)?;
+        if indices.is_empty() {
             return Ok(());
         }
-        let _guard = self.writer()?;
+        let mut guard = self.writer()?;
+        let writer = guard.as_mut().ok_or_else(|| Error::BadArgument("writer unavailable".into()))?;
         let meta = read_lock(&self.meta);
-        for &(hole, last) in &swaps {
-            let entry = meta
-                .entry(last)
-                .ok_or_else(|| Error::corrupt(self.dir.join("meta.zr"), "table cut short"))?;
-            meta.set_entry(hole, &entry);
+        let journal = DeleteJournal::plan(length, indices, |i| meta.entry(i)).map_err(|e| match e {
+            JournalPlanError::Plan(p) => Error::from(p),
+            unreadable => Error::corrupt(self.dir.join("meta.zr"), unreadable),
+        })?;
+        let Some(journal) = journal else { return Ok(()) };
+        let path = self.dir.join(JOURNAL_FILE);
+        let tmp = self.dir.join("delete.journal.tmp");
+        let committed = io::write_new(&tmp, &journal.to_bytes(), 0)
+            .and_then(|()| io::rename(&tmp, &path))
+            .and_then(|()| io::sync_dir(&self.dir));
+        if let Err(e) = committed {
+            let _ = fs::remove_file(&tmp);
+            if io::remove(&path).is_ok() {
+                return Err(e);
+            }
+            // The journal could not be taken back, so the delete stands: apply it now, as
+            // recovery would.
         }
-        meta.publish_length((length - swaps.len() as u64) as u32);
-        Ok(())
+        apply_journal(&self.dir, &meta, &journal)?;
+        writer.journal_pending = true;
+        drop(meta);
+        self.settle_pending(writer)
     }
 
     /// Rewrites the live records densely, in place, in physical order, and deletes chunk files
@@ -335,10 +437,8 @@ impl Store {
         let keep = usize::from(plan.tail.chunk) + 1;
         for id in (keep..chunks.len().max(writer.chunk_files.len())).rev() {
             let path = chunk_path(&self.dir, id as u16);
-            match fs::remove_file(&path) {
-                Ok(()) => writer.dir_dirty = true,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io("remove", &path)(e)),
+            if io::remove(&path)? {
+                writer.dir_dirty = true;
             }
         }
         chunks.truncate(keep);
@@ -362,7 +462,7 @@ impl Store {
         let path = chunk_path(&self.dir, loc.chunk_id);
         let file = writer.chunk_files.get(usize::from(loc.chunk_id)).and_then(Option::as_ref);
         let file = file.ok_or_else(|| Error::corrupt(&path, "chunk file missing"))?;
-        file.write_all_at(bytes, u64::from(loc.offset)).map_err(Error::io("write", &path))?;
+        io::write_at(file, bytes, u64::from(loc.offset), &path)?;
         writer.dirty.insert(loc.chunk_id);
         Ok(())
     }
@@ -399,9 +499,10 @@ impl Store {
         let bytes = loaderx_core::codec::train_dictionary(samples, sizes, capacity)?;
         let path = self.dir.join("dict.zr");
         let tmp = self.dir.join("dict.zr.tmp");
-        let mut file = File::create(&tmp).map_err(Error::io("create", &tmp))?;
-        file.write_all(&bytes).and_then(|()| file.sync_all()).map_err(Error::io("write", &tmp))?;
-        fs::rename(&tmp, &path).map_err(Error::io("rename", &tmp))?;
+        if let Err(e) = io::write_new(&tmp, &bytes, 0).and_then(|()| io::rename(&tmp, &path)) {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
         writer.dir_dirty = true;
         let len = bytes.len();
         *write_lock(&self.dict) = Some(Arc::new(Dictionary::new(bytes)));
@@ -413,14 +514,15 @@ impl Store {
     pub fn sync(&self) -> Result<()> {
         let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let Some(writer) = guard.as_mut() else { return Ok(()) };
+        self.settle_pending(writer)?;
         for &id in &writer.dirty {
             if let Some(Some(file)) = writer.chunk_files.get(usize::from(id)) {
-                file.sync_data().map_err(Error::io("sync", chunk_path(&self.dir, id)))?;
+                io::sync_data(file, &chunk_path(&self.dir, id))?;
             }
         }
         writer.dirty.clear();
         if writer.dir_dirty {
-            sync_dir(&self.dir)?;
+            io::sync_dir(&self.dir)?;
             writer.dir_dirty = false;
         }
         let meta = read_lock(&self.meta);
@@ -430,9 +532,9 @@ impl Store {
         let from = entry_offset(writer.synced_length.min(length)).max(page);
         let to = entry_offset(length);
         if to > from {
-            meta.flush_range(from, to - from).map_err(Error::io("sync", &meta_path))?;
+            io::sync_with(&meta_path, || meta.flush_range(from, to - from))?;
         }
-        meta.flush_range(0, page).map_err(Error::io("sync", &meta_path))?;
+        io::sync_with(&meta_path, || meta.flush_range(0, page))?;
         writer.synced_length = length;
         Ok(())
     }
