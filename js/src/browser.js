@@ -2,6 +2,7 @@
 // when the page is cross-origin isolated). Both have the same async API.
 import init, * as wasm from '../pkg/web/loaderx_wasm.js';
 import { makeApi } from './store.js';
+import { argumentError } from './errors.js';
 import { browserSource } from './sources/index.js';
 import { WorkerStore } from './worker-client.js';
 
@@ -13,12 +14,20 @@ export class Store extends api.Store {
    * @param source URL, FileList/File[], FileSystemDirectoryHandle, `{name: Blob|bytes}` or a source.
    * @param {{worker?: boolean, threads?: boolean}} [options] `worker` hosts the store in a Web
    *   Worker (decoding off this thread); `threads` (default: when cross-origin isolated) decodes on
-   *   a wasm thread pool there.
+   *   a wasm thread pool there. Options that are not an object are ignored.
+   *   Always a promise: a value that makes no source rejects (LOADERX_ARGUMENT), never throws.
    */
-  static open(source, options = {}) {
-    const threads = options.threads ?? Boolean(globalThis.crossOriginIsolated);
-    if (options.worker || threads) return WorkerStore.open(browserSource(source), { threads });
-    return super.open(browserSource(source));
+  static async open(source, options) {
+    const opts = options != null && typeof options === 'object' ? options : {};
+    const threads = Boolean(opts.threads ?? globalThis.crossOriginIsolated);
+    let src;
+    try {
+      src = browserSource(source);
+    } catch (e) {
+      throw argumentError(e, 'cannot open a store from this value');
+    }
+    if (opts.worker || threads) return WorkerStore.open(src, { threads });
+    return super.open(src);
   }
 }
 export const { Sampler } = api;

@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import * as wasm from '../pkg/web/loaderx_wasm.js';
 import { makeApi } from './store.js';
+import { argumentError } from './errors.js';
 import { NodeSource } from './sources/node.js';
 import { HttpSource } from './sources/http.js';
 import { MemorySource } from './sources/memory.js';
@@ -19,8 +20,15 @@ function toSource(source) {
 }
 
 export class Store extends api.Store {
-  static open(source) {
-    return super.open(toSource(source));
+  /** Always a promise: a value that makes no source rejects (LOADERX_ARGUMENT), never throws. */
+  static async open(source) {
+    let src;
+    try {
+      src = toSource(source);
+    } catch (e) {
+      throw argumentError(e, 'cannot open a store from this value');
+    }
+    return super.open(src);
   }
 }
 export const { Sampler } = api;

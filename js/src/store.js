@@ -4,8 +4,10 @@
 // A source is `{ label, maxGap, size(name), read(name, start, end), close() }`: `size` resolves to
 // a file's size or null when it is missing, and `read` to the bytes of [start, end), fewer when
 // the file ends early, or null when it is missing. All planning, checking and decoding happens in
-// wasm; this file only moves bytes and shapes results.
-import { loaderxError, ioError, isLoaderxError } from './errors.js';
+// wasm; this file only moves bytes and shapes results, and checks what a source gives before
+// wasm sees it (sourceSize, sourceBytes, sourceCount).
+import { loaderxError, ioError, isLoaderxError, describe, labelOf } from './errors.js';
+import { asBytes } from './bytes.js';
 
 /** Largest schema.msgpack and dict.zr read whole (both are small in practice). */
 const MAX_SIDE_FILE = 64 << 20;
@@ -33,12 +35,84 @@ async function mapLimit(items, limit, fn) {
   return out;
 }
 
-function toIndexArray(indices) {
+/**
+ * Indices as a Float64Array for wasm, each checked against `length` here: wasm takes them as
+ * u64, where -1 would become 0 and NaN the largest u64, and the error would name that instead.
+ */
+export function toIndexArray(indices, length) {
   if (typeof indices === 'number' || typeof indices === 'bigint' || indices == null || typeof indices[Symbol.iterator] !== 'function') {
     throw loaderxError('LOADERX_ARGUMENT', 'indices must be an array or typed array of integers');
   }
-  const arr = Float64Array.from(indices, (x) => (typeof x === 'bigint' ? Number(x) : typeof x === 'number' ? x : NaN));
-  return arr;
+  return Float64Array.from(indices, (x) => toIndex(x, length));
+}
+
+/** One index (a number or bigint) in [0, length), or LOADERX_INDEX naming it as given. */
+function toIndex(x, length) {
+  const v = typeof x === 'bigint' ? Number(x) : typeof x === 'number' ? x : NaN;
+  if (Number.isInteger(v) && v >= 0 && v < length) return v;
+  const what = typeof x === 'bigint' || typeof x === 'number' ? String(x) : describe(x);
+  throw loaderxError('LOADERX_INDEX', Number.isInteger(v)
+    ? `index ${what} out of range for a store of ${length} records`
+    : `index ${what} is not an integer index into a store of ${length} records`);
+}
+
+/** `verify` options checked: `{onProgress, batchSize}` (null or undefined: the defaults). */
+export function verifyOptions(options) {
+  if (options != null && typeof options !== 'object') {
+    throw loaderxError('LOADERX_ARGUMENT', `verify options must be an object, got ${describe(options)}`);
+  }
+  const { onProgress = null, batchSize = VERIFY_BATCH } = options ?? {};
+  if (onProgress != null && typeof onProgress !== 'function') {
+    throw loaderxError('LOADERX_ARGUMENT', `verify onProgress must be a function, got ${describe(onProgress)}`);
+  }
+  if (!Number.isSafeInteger(batchSize) || batchSize < 1) {
+    throw loaderxError('LOADERX_ARGUMENT', `verify batchSize must be a positive integer, got ${describe(batchSize)}`);
+  }
+  return { onProgress, batchSize };
+}
+
+// What a source gives is checked here before wasm sees it: the wasm glue copies `bytes.length`
+// bytes from whatever it is handed, so `{length: -1}` or `{length: 2 ** 31}` would trap there.
+
+const isSource = (s) => s != null && typeof s.size === 'function' && typeof s.read === 'function';
+
+/** A file's size from `source.size`: a non-negative integer, or null when it is missing. */
+async function sourceSize(source, name) {
+  const size = await source.size(name);
+  if (size == null) return null;
+  if (!Number.isSafeInteger(size) || size < 0) {
+    throw loaderxError('LOADERX_IO', `${labelOf(source)}: size(${name}) gave ${describe(size)}, not a size in bytes (or null)`);
+  }
+  return size;
+}
+
+/** The bytes `source.read` gives for [start, end) of `name`: a Uint8Array of at most
+ *  `end - start` bytes (an ArrayBuffer or other view is taken as its bytes), or null when the
+ *  file is missing. */
+async function sourceBytes(source, name, start, end) {
+  const got = await source.read(name, start, end);
+  if (got == null) return null;
+  const bytes = asBytes(got);
+  if (!bytes || !Number.isSafeInteger(bytes.length) || bytes.length !== bytes.byteLength || bytes.length > end - start) {
+    const what = bytes ? `${bytes.byteLength} bytes` : describe(got);
+    throw loaderxError('LOADERX_IO', `${labelOf(source)}: read(${name}, ${start}, ${end}) gave ${what}, not a Uint8Array of at most ${end - start} bytes (or null)`);
+  }
+  return bytes;
+}
+
+/** What `source.readInto` / `readIntoSync` gives: the bytes copied, at most `end - start`
+ *  (null, when the file is missing: 0). */
+function sourceCount(source, name, start, end, n) {
+  if (n == null) return 0;
+  if (!Number.isSafeInteger(n) || n < 0 || n > end - start) {
+    throw loaderxError('LOADERX_IO', `${labelOf(source)}: readInto(${name}, ${start}, ${end}) gave ${describe(n)}, not a count of at most ${end - start} bytes (or null)`);
+  }
+  return n;
+}
+
+/** Closes a source, if it has a close(). */
+async function closeSource(source) {
+  if (typeof source?.close === 'function') await source.close();
 }
 
 /**
@@ -78,7 +152,7 @@ export function makeApi(wasm) {
   async function sideFile(source, name, size) {
     if (size == null) return undefined;
     if (size > MAX_SIDE_FILE) throw loaderxError('LOADERX_CORRUPT', `${name} is ${size} bytes, larger than any loaderx ${name}`);
-    const bytes = await source.read(name, 0, size);
+    const bytes = await sourceBytes(source, name, 0, size);
     if (bytes == null || bytes.byteLength !== size) throw loaderxError('LOADERX_IO', `${name} changed while it was read`);
     return bytes;
   }
@@ -95,20 +169,23 @@ export function makeApi(wasm) {
 
     /** Opens a store from a source (see the entry points for paths, URLs, files and bytes). */
     static async open(source) {
+      if (!isSource(source)) {
+        throw loaderxError('LOADERX_ARGUMENT', `cannot open a store from ${describe(source)}: a source needs size(name) and read(name, start, end)`);
+      }
       try {
         // Two rounds of concurrent requests (this matters over HTTP): the sizes and the header,
         // then the schema, the dictionary and the chunk sizes.
         const [metaSize, head, schemaSize, dictSize] = await Promise.all([
-          source.size('meta.zr'), source.read('meta.zr', 0, 16), source.size('schema.msgpack'), source.size('dict.zr'),
+          sourceSize(source, 'meta.zr'), sourceBytes(source, 'meta.zr', 0, 16), sourceSize(source, 'schema.msgpack'), sourceSize(source, 'dict.zr'),
         ]);
-        if (metaSize == null) throw loaderxError('LOADERX_NOT_FOUND', `no loaderx store at ${source.label}: meta.zr is missing`);
+        if (metaSize == null) throw loaderxError('LOADERX_NOT_FOUND', `no loaderx store at ${labelOf(source)}: meta.zr is missing`);
         const reader = new wasm.Reader(head ?? new Uint8Array(0), metaSize);
         try {
           const chunks = Array.from({ length: reader.tailChunk + 1 }, (_, c) => `${c}.zr`);
           const [schema, dict, lens] = await Promise.all([
             sideFile(source, 'schema.msgpack', schemaSize),
             sideFile(source, 'dict.zr', dictSize),
-            mapLimit(chunks, READ_CONCURRENCY, (n) => source.size(n)),
+            mapLimit(chunks, READ_CONCURRENCY, (n) => sourceSize(source, n)),
           ]);
           if (schema) reader.setSchema(schema);
           if (dict) reader.setDict(dict);
@@ -121,8 +198,9 @@ export function makeApi(wasm) {
           throw e;
         }
       } catch (e) {
-        await source.close?.();
-        throw ioError(e, `opening ${source.label}`);
+        // The open error is the one to report: a close() that fails as well does not replace it.
+        try { await closeSource(source); } catch { /* already failing */ }
+        throw ioError(e, `opening ${labelOf(source)}`);
       }
     }
 
@@ -166,7 +244,7 @@ export function makeApi(wasm) {
       const pairs = [];
       for (let k = 0; k < ranges.length; k += 2) pairs.push([ranges[k], ranges[k + 1]]);
       await mapLimit(pairs, READ_CONCURRENCY, async ([start, end]) => {
-        const bytes = (await this.source.read('meta.zr', start, end)) ?? new Uint8Array(0);
+        const bytes = (await sourceBytes(this.source, 'meta.zr', start, end)) ?? new Uint8Array(0);
         this.#check();
         this.reader.addTable(start, bytes);
       });
@@ -205,27 +283,30 @@ export function makeApi(wasm) {
       const source = this.source;
       if (source.readIntoSync) {
         // In-memory bytes: no I/O to wait for, so no promise per range.
-        const got = jobs.map(([chunk, start, end, offset]) => source.readIntoSync(`${chunk}.zr`, start, end, data, offset));
+        const got = jobs.map(([chunk, start, end, offset]) => {
+          const name = `${chunk}.zr`;
+          return sourceCount(source, name, start, end, source.readIntoSync(name, start, end, data, offset));
+        });
         return this.reader.decode(plan, data, Float64Array.from(got));
       }
       const got = await mapLimit(jobs, READ_CONCURRENCY, async ([chunk, start, end, offset]) => {
         const name = `${chunk}.zr`;
-        if (source.readInto) return source.readInto(name, start, end, data, offset);
+        if (source.readInto) return sourceCount(source, name, start, end, await source.readInto(name, start, end, data, offset));
         const key = `${chunk}:${start}:${end}`;
         let bytes = this.cache.get(key);
         if (!bytes) {
-          bytes = (await source.read(name, start, end)) ?? new Uint8Array(0);
+          bytes = (await sourceBytes(source, name, start, end)) ?? new Uint8Array(0);
           if (bytes.byteLength === end - start) this.cache.put(key, bytes);
         }
-        data.set(bytes.subarray(0, end - start), offset);
-        return Math.min(bytes.byteLength, end - start);
+        data.set(bytes, offset);
+        return bytes.byteLength;
       });
       this.#check();
       return this.reader.decode(plan, data, Float64Array.from(got));
     }
 
     async #gather(indices, typed) {
-      const idx = toIndexArray(indices);
+      const idx = toIndexArray(indices, this.reader.length);
       const plan = await this.#withEntries(idx, () => this.reader.plan(idx, this.source.maxGap, false, typed));
       try {
         const out = await this.#run(plan);
@@ -238,7 +319,7 @@ export function makeApi(wasm) {
     /** Logical lengths in bytes (Float64Array). */
     async lengths(indices) {
       return this.#guard('reading lengths', async () => {
-        const idx = toIndexArray(indices);
+        const idx = toIndexArray(indices, this.reader.length);
         return this.#withEntries(idx, () => this.reader.lengths(idx));
       });
     }
@@ -284,12 +365,10 @@ export function makeApi(wasm) {
      * Decodes every record and checks lengths and bounds. Resolves to
      * `{ok, checked, length, bad: [{index, code, message}]}`; `onProgress(done, total)` is called
      * after each batch (at most `batchSize` records and about VERIFY_BYTES decoded bytes), the
-     * last time with `(total, total)`.
+     * last time with `(total, total)`. Bad options are LOADERX_ARGUMENT, checked first.
      */
-    async verify({ onProgress, batchSize = VERIFY_BATCH } = {}) {
-      if (!Number.isSafeInteger(batchSize) || batchSize < 1) {
-        throw loaderxError('LOADERX_ARGUMENT', `verify batchSize must be a positive integer, got ${String(batchSize)}`);
-      }
+    async verify(options) {
+      const { onProgress, batchSize } = verifyOptions(options);
       return this.#guard('verify', async () => {
         const total = this.reader.length;
         const bad = [];
@@ -354,12 +433,17 @@ export function makeApi(wasm) {
       });
     }
 
-    /** Releases the files and the wasm memory. Later calls reject with LOADERX_CLOSED. */
+    /** Releases the files and the wasm memory. Later calls reject with LOADERX_CLOSED. A source
+     *  whose close() fails leaves the store closed all the same, and rejects (LOADERX_IO). */
     async close() {
       if (this.closed) return;
       this.closed = true;
       this.reader.free();
-      await this.source.close?.();
+      try {
+        await closeSource(this.source);
+      } catch (e) {
+        throw ioError(e, `closing ${labelOf(this.source)}`);
+      }
     }
   }
 
@@ -376,36 +460,45 @@ export function makeApi(wasm) {
     constructor(length, batchSize, mode, seed = 42) {
       const m = typeof mode === 'string' ? MODES[mode.toUpperCase()] : mode;
       if (!Number.isInteger(m) || m < 0 || m > 255) {
-        throw loaderxError('LOADERX_ARGUMENT', `unknown sampler mode ${String(mode)}: expected 0 (SEQUENTIAL), 1 (IID) or 2 (CYCLIC)`);
+        throw loaderxError('LOADERX_ARGUMENT', `unknown sampler mode ${describe(mode)}: expected 0 (SEQUENTIAL), 1 (IID) or 2 (CYCLIC)`);
       }
       this.inner = new wasm.Sampler(u64(length, 'length'), u64(batchSize, 'batchSize'), m, u64(seed, 'seed'));
     }
 
+    /** The wasm sampler, or LOADERX_CLOSED once freed. */
+    #live() {
+      if (!this.inner) throw loaderxError('LOADERX_CLOSED', 'the sampler is freed');
+      return this.inner;
+    }
+
     /** The batch at the current step (Float64Array); advances the step. */
     next() {
-      return this.inner.next();
+      return this.#live().next();
     }
 
     /** Batch `step` without moving the cursor. */
     batchAt(step) {
-      return this.inner.batchAt(u64(step, 'step'));
+      return this.#live().batchAt(u64(step, 'step'));
     }
 
     /** Makes the next `next()` return batch `step`. */
     seek(step) {
-      this.inner.seek(u64(step, 'step'));
+      this.#live().seek(u64(step, 'step'));
     }
 
     get step() {
-      return Number(this.inner.step);
+      return Number(this.#live().step);
     }
 
     get batchLength() {
-      return this.inner.batchLength;
+      return this.#live().batchLength;
     }
 
+    /** Releases the wasm memory; later calls throw LOADERX_CLOSED (freeing again does nothing). */
     free() {
-      this.inner.free();
+      const inner = this.inner;
+      this.inner = null;
+      inner?.free();
     }
   }
 
@@ -415,7 +508,7 @@ export function makeApi(wasm) {
 function u64(x, name) {
   if (typeof x === 'bigint' && x >= 0n && x < 1n << 64n) return x;
   if (typeof x === 'number' && Number.isSafeInteger(x) && x >= 0) return BigInt(x);
-  throw loaderxError('LOADERX_ARGUMENT', `${name} must be a non-negative integer (number or bigint), got ${String(x)}`);
+  throw loaderxError('LOADERX_ARGUMENT', `${name} must be a non-negative integer (number or bigint), got ${describe(x)}`);
 }
 
 function split(out, lens, C, shapeOf) {

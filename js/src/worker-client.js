@@ -1,8 +1,10 @@
 // Stores hosted in a dedicated Web Worker (worker.js): the same async API as Store, with the
 // decoding off the calling thread. One worker per build flavour (plain or threaded) hosts every
 // store opened with it, so a second store costs no new worker or thread pool; the worker ends
-// when its last store closes. Results come back as transferred buffers.
-import { loaderxError } from './errors.js';
+// when its last store closes. Results come back as transferred buffers. Arguments are checked
+// here as Store checks them (the same functions), so both give the same errors.
+import { loaderxError, ioError, argumentError, labelOf } from './errors.js';
+import { toIndexArray, verifyOptions } from './store.js';
 
 function revive(err) {
   const e = loaderxError(err.code || 'LOADERX_IO', err.message);
@@ -34,7 +36,16 @@ class Host {
     this.worker.onmessage = ({ data }) => {
       const p = this.pending.get(data.id);
       if (!p) return;
-      if (data.progress) return p.onProgress?.(...data.progress);
+      if (data.progress) {
+        // An onProgress that throws fails the call, as it does on the calling thread.
+        try {
+          p.onProgress?.(...data.progress);
+        } catch (e) {
+          this.pending.delete(data.id);
+          p.reject(ioError(e, 'verify'));
+        }
+        return;
+      }
       this.pending.delete(data.id);
       if (data.error) p.reject(revive(data.error));
       else p.resolve(withShapes(data.value));
@@ -79,23 +90,48 @@ export class WorkerStore {
   }
 
   static async open(source, { threads = false } = {}) {
+    if (typeof source?.descriptor !== 'function') {
+      throw loaderxError('LOADERX_ARGUMENT', `${labelOf(source)} cannot be opened in a worker: its source has no descriptor() to rebuild it there`);
+    }
+    let descriptor;
+    try {
+      descriptor = source.descriptor();
+    } catch (e) {
+      throw argumentError(e, `${labelOf(source)} cannot be opened in a worker`);
+    }
     let host = hosts.get(threads);
     if (!host) {
-      host = new Host(threads);
+      try {
+        host = new Host(threads);
+      } catch (e) {
+        throw ioError(e, 'starting the loaderx worker');
+      }
       hosts.set(threads, host);
     }
     host.stores++;
     try {
-      return new WorkerStore(host, await host.call('open', [source.descriptor(), threads]));
+      return new WorkerStore(host, await host.call('open', [descriptor, threads]));
     } catch (e) {
       host.release();
       throw e;
     }
   }
 
+  /** Calls `op` in the worker with `args()` (built once the store is known to be open: a bad
+   *  argument to a closed store is LOADERX_CLOSED, as with Store). */
   #call(op, args, onProgress) {
     if (this.closed) return Promise.reject(loaderxError('LOADERX_CLOSED', 'the store is closed'));
-    return this.host.call(op, [this.meta.id, ...args], onProgress);
+    let payload;
+    try {
+      payload = [this.meta.id, ...args()];
+    } catch (e) {
+      return Promise.reject(ioError(e, op));
+    }
+    return this.host.call(op, payload, onProgress);
+  }
+
+  #indices(indices) {
+    return toIndexArray(indices, this.meta.length);
   }
 
   get length() { return this.meta.length; }
@@ -105,16 +141,24 @@ export class WorkerStore {
   /** Whether the worker decodes on a wasm thread pool. */
   get threaded() { return this.meta.threaded; }
 
-  gather(indices) { return this.#call('gather', [Array.from(indices, Number)]); }
-  get(i) { return this.#call('get', [i]); }
-  gatherBytes(indices) { return this.#call('gatherBytes', [Array.from(indices, Number)]); }
-  lengths(indices) { return this.#call('lengths', [Array.from(indices, Number)]); }
-  stats() { return this.#call('stats', []); }
-  verify({ onProgress, batchSize } = {}) { return this.#call('verify', [batchSize], onProgress); }
+  gather(indices) { return this.#call('gather', () => [this.#indices(indices)]); }
+  get(i) { return this.#call('get', () => [this.#indices([i])[0]]); }
+  gatherBytes(indices) { return this.#call('gatherBytes', () => [this.#indices(indices)]); }
+  lengths(indices) { return this.#call('lengths', () => [this.#indices(indices)]); }
+  stats() { return this.#call('stats', () => []); }
+  verify(options) {
+    let opts;
+    try {
+      opts = verifyOptions(options);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.#call('verify', () => [opts.batchSize], opts.onProgress);
+  }
 
   async close() {
     if (this.closed) return;
-    try { await this.#call('close', []); } catch { /* closing anyway */ }
+    try { await this.#call('close', () => []); } catch { /* closing anyway */ }
     this.closed = true;
     this.host.release();
   }

@@ -1,6 +1,7 @@
 // The worker behind WorkerStore: loads the threaded wasm build (cross-origin isolated pages) or
 // the plain one once, then opens stores from source descriptors and answers calls on them.
 import { makeApi } from './store.js';
+import { loaderxError, ioError } from './errors.js';
 import { fromDescriptor } from './sources/index.js';
 
 /** The loaded build, loaded once even when opens arrive together. */
@@ -40,7 +41,7 @@ function pack(value, single) {
 
 function store(id) {
   const s = stores.get(id);
-  if (!s) throw Object.assign(new Error('the store is closed'), { code: 'LOADERX_CLOSED' });
+  if (!s) throw loaderxError('LOADERX_CLOSED', 'the store is closed');
   return s;
 }
 
@@ -83,10 +84,12 @@ const ops = {
 
 onmessage = async ({ data: { id, op, args } }) => {
   try {
-    if (!ops[op]) throw Object.assign(new Error(`unknown call ${op}`), { code: 'LOADERX_ARGUMENT' });
+    if (!Object.hasOwn(ops, op)) throw loaderxError('LOADERX_ARGUMENT', `unknown call ${String(op)}`);
     const [value, transfer] = await ops[op](args, id);
     postMessage({ id, value }, transfer);
   } catch (e) {
-    postMessage({ id, error: { code: e.code || 'LOADERX_IO', message: e.message || String(e), index: e.index } });
+    // Whatever was thrown, the page gets a LoaderxError's fields (a thrown string or undefined too).
+    const err = ioError(e, String(op));
+    postMessage({ id, error: { code: err.code, message: err.message, index: typeof err.index === 'number' ? err.index : undefined } });
   }
 };

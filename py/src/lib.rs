@@ -14,7 +14,7 @@ use loaderx_core::format::{Codec, MAX_RECORD_LEN};
 use loaderx_core::sampler::{Mode, Sampler as CoreSampler};
 use loaderx_native::{OpenOptions, Store as NativeStore};
 use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray1};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -197,7 +197,7 @@ impl Sampler {
     /// The batch at the cursor; advances the cursor.
     fn next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<u64>>> {
         let mut sampler = self.lock();
-        let mut out = vec![0u64; sampler.batch_len()];
+        let mut out = batch_buffer(sampler.batch_len())?;
         sampler.next_into(&mut out).map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok(PyArray1::from_vec(py, out))
     }
@@ -205,7 +205,7 @@ impl Sampler {
     /// The batch at `step`, without moving the cursor.
     fn batch_at<'py>(&self, py: Python<'py>, step: u64) -> PyResult<Bound<'py, PyArray1<u64>>> {
         let sampler = self.lock().clone();
-        let mut out = vec![0u64; sampler.batch_len()];
+        let mut out = batch_buffer(sampler.batch_len())?;
         sampler.batch_at(step, &mut out).map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok(PyArray1::from_vec(py, out))
     }
@@ -223,6 +223,16 @@ impl Sampler {
     fn batch_len(&self) -> usize {
         self.lock().batch_len()
     }
+}
+
+/// A zeroed buffer for one batch, or `MemoryError` when it cannot be allocated (never an abort).
+fn batch_buffer(len: usize) -> PyResult<Vec<u64>> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(len).map_err(|_| {
+        PyMemoryError::new_err(format!("a batch of {len} indices does not fit in memory"))
+    })?;
+    out.resize(len, 0);
+    Ok(out)
 }
 
 #[pymodule(gil_used = false)]

@@ -2,6 +2,7 @@
 import { HttpSource } from './http.js';
 import { BlobSource, DirectoryHandleSource } from './blob.js';
 import { MemorySource } from './memory.js';
+import { loaderxError, describe } from '../errors.js';
 
 const isSource = (s) => s && typeof s.read === 'function' && typeof s.size === 'function';
 
@@ -16,9 +17,9 @@ export function browserSource(source) {
   if (source && typeof source === 'object') {
     const values = source instanceof Map ? [...source.values()] : Object.values(source);
     if (values.length && values.every((v) => v instanceof Blob)) return new BlobSource(source);
-    return new MemorySource(source instanceof Map ? Object.fromEntries(source) : source);
+    return new MemorySource(source);
   }
-  throw new TypeError('cannot open a store from this value: pass a URL, files, a directory handle or {name: bytes}');
+  throw loaderxError('LOADERX_ARGUMENT', `cannot open a store from ${describe(source)}: pass a URL, files, a directory handle or {name: bytes}`);
 }
 
 /** Rebuilds a source from its structured-clonable descriptor (in a worker). */
@@ -28,6 +29,6 @@ export function fromDescriptor(d) {
     case 'blobs': return new BlobSource(d.files, d.label);
     case 'dir': return new DirectoryHandleSource(d.handle);
     case 'memory': return new MemorySource(d.files, d.label);
-    default: throw new TypeError(`unknown source kind ${d.kind}`);
+    default: throw loaderxError('LOADERX_ARGUMENT', `unknown source kind ${describe(d.kind)}`);
   }
 }

@@ -1,8 +1,24 @@
 // A store held in memory: `{ 'meta.zr': Uint8Array, '0.zr': Uint8Array, ... }`.
+import { loaderxError, describe } from '../errors.js';
+import { asBytes } from '../bytes.js';
+
 export class MemorySource {
-  /** @param {Record<string, Uint8Array|ArrayBuffer>} files */
+  /**
+   * @param {Record<string, Uint8Array|ArrayBuffer>|Map<string, Uint8Array|ArrayBuffer>} files
+   *   Any ArrayBufferView is taken as its bytes; a null or undefined file is a missing one, and
+   *   any other value is LOADERX_ARGUMENT.
+   */
   constructor(files, label = 'memory') {
-    this.files = new Map(Object.entries(files).map(([k, v]) => [k, v instanceof Uint8Array ? v : new Uint8Array(v)]));
+    if (files == null || typeof files !== 'object') {
+      throw loaderxError('LOADERX_ARGUMENT', `a memory store is {name: bytes}, got ${describe(files)}`);
+    }
+    this.files = new Map();
+    for (const [name, v] of files instanceof Map ? files : Object.entries(files)) {
+      if (v == null) continue;
+      const bytes = asBytes(v);
+      if (!bytes) throw loaderxError('LOADERX_ARGUMENT', `a memory store is {name: bytes}, but ${describe(String(name))} is ${describe(v)}`);
+      this.files.set(String(name), bytes);
+    }
     this.label = label;
     this.maxGap = 1 << 16;
   }

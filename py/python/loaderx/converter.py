@@ -94,16 +94,33 @@ def _check_existing(path, schema):
     return existing
 
 
-def _write_schema(path, schema, codec, existing):
+def _pack_schema(schema, codec, existing):
+    """The schema file's bytes, packed before any record is written so a schema that cannot be
+    encoded fails the call while the store is untouched."""
+    schema = dict(schema)
     schema.setdefault("format", FORMAT)
     schema.setdefault("version", 1)
     schema.setdefault("codec", codec)
     if existing is not None:
-        existing.update(schema)
-        schema = existing
+        schema = {**existing, **schema}
+    try:
+        return msgpack.packb(schema, use_bin_type=True)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise TypeError(f"schema cannot be saved as msgpack: {e}") from None
+
+
+def _write_schema(path, packed):
     tmp = path / (SCHEMA + ".tmp")
-    tmp.write_bytes(msgpack.packb(schema, use_bin_type=True))
+    tmp.write_bytes(packed)
     os.replace(tmp, path / SCHEMA)
+
+
+def _row_bytes(schema):
+    """Bytes per row of a schema's dtype and item shape, or None if it does not say."""
+    try:
+        return np.dtype(schema["dtype"]).itemsize * int(np.prod(schema.get("item_shape") or [], dtype=np.int64))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _train_dict(store, src, offsets, dict_size):
@@ -205,6 +222,7 @@ def from_numpy(path, array, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dict_si
         raise ValueError("samples of 0 bytes cannot be stored (records are at least 1 byte)")
     path = Path(path)
     existing = _check_existing(path, schema) if path.is_dir() else None
+    packed = _pack_schema(schema, codec, existing)
     step = max(1, int(chunk_bytes) // itemsize)
     writer = _Writer(path, codec, dict_size, _Progress(progress, len(array), f"converting {path.name}"))
     ok = False
@@ -216,7 +234,7 @@ def from_numpy(path, array, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dict_si
         ok = True
     finally:
         writer.finish(ok)
-    _write_schema(path, schema, codec, existing)
+    _write_schema(path, packed)
     return len(array)
 
 
@@ -241,15 +259,16 @@ def from_iterator(path, source, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dic
         int: Number of records written.
     """
     _check_codec(codec)
+    end = object()
     if isinstance(source, (bytes, bytearray)):
         source = [source]
-        inferred = None
+        inferred = {"kind": "ragged", "dtype": "|u1", "item_shape": []}
     else:
         it = iter(source)
-        first = next(it, None)
-        source = [] if first is None else chain([first], it)
+        first = next(it, end)
+        source = [] if first is end else chain([first], it)
         inferred = None
-        if first is not None:
+        if first is not end:
             _, a = _record_bytes(first)
             if a is None:
                 inferred = {"kind": "ragged", "dtype": "|u1", "item_shape": []}
@@ -263,6 +282,10 @@ def from_iterator(path, source, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dic
         schema["kind"] = "ragged"
     path = Path(path)
     existing = _check_existing(path, schema) if path.is_dir() else None
+    packed = _pack_schema(schema, codec, existing) if schema is not None else None
+    # What every record must be: as the first record, else as the store already holds.
+    expect = inferred if inferred is not None else existing
+    row = _row_bytes(expect) if expect is not None else None
     total = getattr(source, "__len__", lambda: None)()
     writer = _Writer(path, codec, dict_size, _Progress(progress, total, f"converting {path.name}"))
     buf, sizes, acc = [], [], 0
@@ -278,12 +301,18 @@ def from_iterator(path, source, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dic
     try:
         for k, record in enumerate(source):
             b, a = _record_bytes(record)
-            if a is not None and inferred is not None:
-                if a.dtype.str != inferred["dtype"] or [int(d) for d in a.shape[1:]] != inferred["item_shape"]:
+            if a is not None and expect is not None:
+                shape = [int(d) for d in expect.get("item_shape") or []]
+                if a.dtype.str != expect.get("dtype") or [int(d) for d in a.shape[1:]] != shape:
                     raise ValueError(
                         f"record {k} is {a.dtype.str}{tuple(a.shape)}, but the store holds "
-                        f"{inferred['dtype']} rows of shape {tuple(inferred['item_shape'])}"
+                        f"{expect.get('dtype')} rows of shape {tuple(shape)}"
                     )
+            elif row and b.size % row:
+                raise ValueError(
+                    f"record {k} is {b.size} bytes, not a whole number of {row}-byte "
+                    f"{expect.get('dtype')} rows"
+                )
             if b.size == 0 or b.size > MAX_RECORD_LEN:
                 raise ValueError(f"record {k} of {b.size} bytes is outside the 1..{MAX_RECORD_LEN} byte record limit")
             buf.append(b)
@@ -296,6 +325,6 @@ def from_iterator(path, source, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dic
         ok = True
     finally:
         writer.finish(ok)
-    if schema is not None:
-        _write_schema(path, schema, codec, existing)
+    if packed is not None:
+        _write_schema(path, packed)
     return writer.written

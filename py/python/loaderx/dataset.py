@@ -21,8 +21,8 @@ from pathlib import Path
 import msgpack
 import numpy as np
 
-from .errors import CorruptStoreError, StoreIndexError
-from .zrecord import FORMAT, SCHEMA, Zrecord
+from .errors import CorruptStoreError
+from .zrecord import FORMAT, SCHEMA, Zrecord, _indices
 
 __all__ = ["DenseDataset", "RaggedDataset", "pad"]
 
@@ -102,25 +102,12 @@ class _Base:
             return np.arange(*idx.indices(n), dtype=np.uint64)
         if isinstance(idx, (int, np.integer)):
             idx = [operator.index(idx)]
-        a = np.asarray(idx)
+        a = np.asarray(idx) if not isinstance(idx, np.ndarray) else idx
         if a.dtype == np.bool_:
             if a.shape != (n,):
                 raise IndexError(f"boolean mask of shape {a.shape} does not match a dataset of {n} records")
             return np.flatnonzero(a).astype(np.uint64)
-        if a.size == 0:
-            return np.empty(0, dtype=np.uint64)
-        if a.dtype.kind not in "iu":
-            raise TypeError(f"dataset indices must be integers, slices or boolean masks, got {a.dtype}")
-        if a.ndim != 1:
-            a = a.reshape(-1)
-        if a.dtype.kind == "i":
-            a = np.where(a < 0, a + n, a)
-            if (a < 0).any():
-                raise StoreIndexError(-3, f"index {int(a[a < 0][0]) - n} out of range for {n} records")
-        a = np.ascontiguousarray(a, dtype=np.uint64)
-        if a.size and int(a.max()) >= n:
-            raise StoreIndexError(-3, f"index {int(a.max())} out of range for {n} records")
-        return a
+        return _indices(idx, n, bounded=True)
 
     def __getitem__(self, idx):
         if isinstance(idx, (int, np.integer)):

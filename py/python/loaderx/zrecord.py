@@ -35,25 +35,58 @@ def _codec_tag(codec):
         raise ValueError(f"unknown codec {codec!r}, expected one of {sorted(CODECS)}") from None
 
 
-def _indices(idxs, length=None):
-    """Indices as a contiguous uint64 array. Negative values count from ``length`` when given;
-    anything still negative, or not an integer, is an error."""
-    a = np.asarray(idxs)
-    if a.ndim == 0:
-        a = a.reshape(1)
+def _python_ints(idxs):
+    """The integers of a list NumPy could not type (ints beyond int64, or int64 mixed with
+    uint64), or None if it holds anything but integers."""
+    flat = np.asarray(idxs, dtype=object).reshape(-1)
+    if all(isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) for x in flat):
+        return [int(x) for x in flat]
+    return None
+
+
+def _out_of_range(bad, length):
+    return StoreIndexError(-3, f"index {bad} out of range for a store of {length} records")
+
+
+def _indices(idxs, length=None, bounded=False):
+    """Record indices as a contiguous uint64 array. Negative values count from ``length`` when
+    it is given; anything still negative (or, with ``bounded``, not below ``length``) is an
+    :class:`IndexError`, anything that is not an integer a :class:`TypeError`."""
+    a = np.asarray(idxs) if not isinstance(idxs, np.ndarray) else idxs
     if a.size == 0:
         return np.empty(0, dtype=np.uint64)
-    if a.dtype.kind == "u":
-        return np.ascontiguousarray(a.reshape(-1), dtype=np.uint64)
-    if a.dtype.kind != "i":
+    if a.dtype.kind in "fO" and not isinstance(idxs, np.ndarray):
+        ints = _python_ints(idxs)
+        if ints is not None:
+            ints = [i + length if i < 0 and length is not None else i for i in ints]
+            limit = length if bounded and length is not None else 1 << 64
+            bad = next((i for i in ints if not 0 <= i < limit), None)
+            if bad is not None:
+                raise _out_of_range(bad if bad >= 0 or length is None else bad - length, length)
+            return np.array(ints, dtype=np.uint64)
+    if a.dtype.kind not in "iu":
         raise TypeError(f"indices must be integers, got dtype {a.dtype}")
-    a = a.reshape(-1).astype(np.int64, copy=False)
-    if length is not None and (a < 0).any():
-        a = np.where(a < 0, a + length, a)
-    if (a < 0).any():
-        bad = int(a[a < 0][0])
-        raise StoreIndexError(-3, f"index {bad} out of range for a store of {length} records")
-    return np.ascontiguousarray(a, dtype=np.uint64)
+    a = a.reshape(-1)
+    if a.dtype.kind == "i":
+        a = a.astype(np.int64, copy=False)
+        if length is not None:
+            a = np.where(a < 0, a + length, a)
+        if (a < 0).any():
+            bad = int(a[a < 0][0])
+            raise _out_of_range(bad - length if length is not None else bad, length)
+    a = np.ascontiguousarray(a, dtype=np.uint64)
+    if bounded and length is not None and int(a.max()) >= length:
+        raise _out_of_range(int(a.max()), length)
+    return a
+
+
+def _offsets(offsets, name="offsets"):
+    """Byte offsets as a contiguous uint64 array; negative or non-integer offsets are a
+    :class:`BadArgumentError`."""
+    try:
+        return _indices(offsets)
+    except (StoreIndexError, TypeError) as e:
+        raise BadArgumentError(-6, f"{name}: {e}") from None
 
 
 def _bytes_view(array, name):
@@ -124,7 +157,7 @@ class Zrecord:
         """
         store = self._s
         idxs = _indices(idxs, len(store))
-        offsets = _indices(offsets)
+        offsets = _offsets(offsets)
         if offsets.size != idxs.size:
             raise BadArgumentError(-6, f"{idxs.size} indices but {offsets.size} offsets")
         store.gather(idxs, _bytes_view(dst, "dst"), offsets)
@@ -136,8 +169,8 @@ class Zrecord:
         All-or-nothing: on any error nothing is appended. Returns the index of the first new
         record.
         """
-        tag = _codec_tag(codec or self.codec)
-        return self._s.append(_bytes_view(src, "src"), _indices(offsets), tag)
+        tag = _codec_tag(self.codec if codec is None else codec)
+        return self._s.append(_bytes_view(src, "src"), _offsets(offsets), tag)
 
     def train_dict(self, samples, sizes, target):
         """Train a zstd dictionary of at most ``target`` bytes on the packed ``samples`` (byte
@@ -147,9 +180,9 @@ class Zrecord:
         ``zstd_dict`` records, because replacing the dictionary would make them unreadable.
         Returns the dictionary size.
         """
-        if not isinstance(samples, np.ndarray):
-            samples = np.frombuffer(memoryview(samples), dtype=np.uint8)
-        samples = _bytes_view(np.ascontiguousarray(samples), "samples")
+        if isinstance(samples, np.ndarray):
+            samples = np.ascontiguousarray(samples)
+        samples = _bytes_view(samples, "samples")
         sizes = np.ascontiguousarray(sizes, dtype=np.uint64).reshape(-1)
         return self._s.train_dict(samples, sizes, int(target))
 
