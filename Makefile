@@ -7,7 +7,7 @@ export LOADERX_REQUIRE_REF := 1
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: fuzz-smoke demo test setup py-build js-build test-rust test-py test-wheel test-js test-browser test-golden test-viewer viewer bench-viewer lint bench bench-py bench-js crash fixtures-check
+.PHONY: soak fuzz-smoke demo test setup py-build js-build test-rust test-py test-wheel test-js test-browser test-golden test-viewer viewer bench-viewer lint bench bench-py bench-js crash fixtures-check
 
 ## The main job: train from the DataLoader, stream an image store, inspect it.
 demo: setup py-build js-build
@@ -18,7 +18,7 @@ demo: setup py-build js-build
 	@echo "browse it in the viewer: make viewer STORE=demo-data/images_64x64x3   (or: npx --prefix js loaderx-view demo-data/images_64x64x3)"
 
 ## Every test suite, after installing what they need.
-test: setup lint test-rust js-build py-build test-py test-wheel test-js test-browser test-golden test-viewer fixtures-check
+test: setup lint test-rust js-build py-build test-py test-wheel test-js test-browser test-golden test-viewer fuzz-smoke fixtures-check
 
 setup:
 	./scripts/setup.sh
@@ -76,6 +76,11 @@ lint:
 ## Crashers land in fuzz/artifacts/<target>/; commit them to fuzz/regressions/<target>/.
 fuzz-smoke:
 	./scripts/fuzz_smoke.sh $(FUZZ_SECONDS)
+
+## Every robustness suite at full size (crash loop 1,000 kills per operation, fuzzing, corruption
+## sweeps, stress, Miri, AddressSanitizer); regenerates docs/reliability.md.
+soak: setup py-build js-build
+	./scripts/soak.sh
 
 ## The crash loop with more cycles.
 crash:

@@ -49,13 +49,20 @@ export interface VerifyReport {
   bad: { index: number; code: LoaderxError['code']; message: string }[];
 }
 
-/** Where a store's bytes come from. `read` may return fewer bytes when the file ends early. */
+/**
+ * Where a store's bytes come from. `read` may return fewer bytes when the file ends early.
+ * What a source gives is checked before wasm sees it; anything else is LOADERX_IO naming `label`.
+ */
 export interface Source {
   label: string;
   maxGap: number;
+  /** A non-negative integer, or null when the file is missing. */
   size(name: string): Promise<number | null>;
-  read(name: string, start: number, end: number): Promise<Uint8Array | null>;
-  /** Optional: read [start, end) straight into `target` at `offset`; resolves to the bytes read. */
+  /** At most `end - start` bytes (an ArrayBuffer or other view is taken as its bytes), or null
+   *  when the file is missing. */
+  read(name: string, start: number, end: number): Promise<Uint8Array | ArrayBuffer | ArrayBufferView | null>;
+  /** Optional: read [start, end) straight into `target` at `offset`; resolves to the bytes read
+   *  (at most `end - start`), or null when the file is missing. */
   readInto?(name: string, start: number, end: number, target: Uint8Array, offset: number): Promise<number | null>;
   /** Bytes of recently read record ranges to keep (for slow sources such as HTTP). */
   cacheBytes?: number;
@@ -69,6 +76,7 @@ export declare class Store {
    * Node: a directory path, an http(s) URL, `{name: bytes}` or a Source.
    * Browser: a URL, FileList/File[], FileSystemDirectoryHandle, `{name: Blob|bytes}` or a Source;
    * `{worker: true}` decodes in a Web Worker, `{threads}` (default: cross-origin isolated) on a wasm pool.
+   * Never throws: a value that makes no source rejects with LOADERX_ARGUMENT.
    */
   static open(source: unknown, options?: { worker?: boolean; threads?: boolean }): Promise<Store>;
   readonly length: number;
@@ -83,9 +91,11 @@ export declare class Store {
   /** Decoded record bytes, before dtype conversion. */
   gatherBytes(indices: Indices): Promise<Shaped<Uint8Array>[]>;
   lengths(indices: Indices): Promise<Float64Array>;
-  /** `batchSize`: records per step (default 1024; fewer when records are big). */
-  verify(options?: { onProgress?: (done: number, total: number) => void; batchSize?: number }): Promise<VerifyReport>;
+  /** `batchSize`: records per step (default 1024; fewer when records are big). Options that are
+   *  not an object, or hold a bad `onProgress` / `batchSize`, are LOADERX_ARGUMENT. */
+  verify(options?: { onProgress?: ((done: number, total: number) => void) | null; batchSize?: number } | null): Promise<VerifyReport>;
   stats(): Promise<Stats>;
+  /** Closes the store (even when the source's close() fails: then it rejects, LOADERX_IO). */
   close(): Promise<void>;
 }
 
@@ -97,12 +107,15 @@ export declare class Sampler {
   seek(step: number | bigint): void;
   readonly step: number;
   readonly batchLength: number;
+  /** Releases the wasm memory; every later call throws LOADERX_CLOSED (free() again does nothing). */
   free(): void;
 }
 
 export declare class NodeSource implements Source { constructor(dir: string); label: string; maxGap: number; size(n: string): Promise<number | null>; read(n: string, s: number, e: number): Promise<Uint8Array | null>; }
 export declare class HttpSource implements Source { constructor(base: string | URL, options?: { fetch?: typeof fetch; headers?: Record<string, string>; cacheBytes?: number }); label: string; maxGap: number; size(n: string): Promise<number | null>; read(n: string, s: number, e: number): Promise<Uint8Array | null>; }
-export declare class MemorySource implements Source { constructor(files: Record<string, Uint8Array | ArrayBuffer>, label?: string); label: string; maxGap: number; size(n: string): Promise<number | null>; read(n: string, s: number, e: number): Promise<Uint8Array | null>; }
+/** `files`: bytes by name (any ArrayBufferView is taken as its bytes; null/undefined is a missing
+ *  file); a value that is not bytes is LOADERX_ARGUMENT. */
+export declare class MemorySource implements Source { constructor(files: Record<string, ArrayBuffer | ArrayBufferView | null | undefined> | Map<string, ArrayBuffer | ArrayBufferView | null | undefined>, label?: string); label: string; maxGap: number; size(n: string): Promise<number | null>; read(n: string, s: number, e: number): Promise<Uint8Array | null>; }
 export declare class BlobSource implements Source { constructor(files: Map<string, Blob> | Record<string, Blob>, label?: string); static fromFiles(files: Iterable<File> | FileList): BlobSource; label: string; maxGap: number; size(n: string): Promise<number | null>; read(n: string, s: number, e: number): Promise<Uint8Array | null>; }
 export declare function filesFromDataTransfer(dt: DataTransfer): Promise<BlobSource>;
 export declare const threaded: boolean;

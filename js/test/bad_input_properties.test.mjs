@@ -955,6 +955,91 @@ describe('custom sources', () => {
     await stillWorks();
   });
 
+  /** A MemorySource over `base` whose `where.method` lies about `where.file` from its
+   *  `where.after`-th call on: it gives `junk`, or 'too long' (one byte more than asked), or its
+   *  honest bytes as another type ('as ArrayBuffer' / 'as DataView' / 'as Buffer'). */
+  function lyingSource(base, where, junk) {
+    const m = new MemorySource(bases[base]);
+    let calls = 0;
+    const lie = (method, name, start, end, honest) => {
+      if (method !== where.method || name !== where.file || calls++ < where.after) return honest();
+      if (junk === 'too long') return method === 'read' ? new Uint8Array(end - start + 1) : end - start + 1;
+      if (junk.startsWith('as ')) {
+        return Promise.resolve(honest()).then((b) => (b == null ? b : junk === 'as ArrayBuffer' ? b.slice().buffer
+          : junk === 'as DataView' ? new DataView(b.buffer, b.byteOffset, b.byteLength) : Buffer.from(b)));
+      }
+      return junkValue(junk);
+    };
+    const src = {
+      label: `liar ${where.method}(${where.file}) ${junk}`,
+      maxGap: 0,
+      size: async (name) => lie('size', name, 0, 0, () => m.size(name)),
+      read: async (name, s, e) => lie('read', name, s, e, () => m.read(name, s, e)),
+    };
+    if (where.method === 'readInto') src.readInto = async (name, s, e, t, o) => lie('readInto', name, s, e, () => m.readInto(name, s, e, t, o));
+    return src;
+  }
+
+  test('what a source gives is checked before wasm, wherever it is read: LOADERX_IO naming the source', async () => {
+    // Where a lie is met: the header, schema.msgpack and dict.zr at open, a table page of meta.zr
+    // (its second read on), record ranges of 0.zr (by read or readInto), and sizes at open.
+    const whereArb = fc.constantFrom(
+      { method: 'read', file: 'meta.zr', after: 0, at: 'open' },
+      { method: 'read', file: 'schema.msgpack', after: 0, at: 'open' },
+      { method: 'read', file: 'dict.zr', after: 0, at: 'open' },
+      { method: 'read', file: 'meta.zr', after: 1, at: 'table' },
+      { method: 'read', file: '0.zr', after: 0, at: 'records' },
+      { method: 'readInto', file: '0.zr', after: 0, at: 'records' },
+      { method: 'size', file: 'meta.zr', after: 0, at: 'open' },
+      { method: 'size', file: '0.zr', after: 0, at: 'open' },
+    );
+    const JUNK_FOR = {
+      read: ['-1', 'NaN', '1n', '"abc"', '{}', '[]', '[1,2,3]', '{length:3}', '{length:-1}', '{length:2**31}', 'true', 'too long'],
+      readInto: ['-1', 'NaN', '1.5', '1e300', '1n', '"12"', '{}', '{length:3}', 'true', 'too long'],
+      size: ['-1', 'NaN', '1.5', '1e300', '1n', '"12"', '"abc"', '{}', '[]', '{length:3}', 'true'],
+    };
+    const base = 'u8img_zstd_dict';
+    const want = await Store.open(bases[base]);
+    const all = range(want.length);
+    const wantBytes = await want.gatherBytes(all);
+    await want.close();
+    const lieArb = whereArb.chain((where) => fc.tuple(fc.constant(where), fc.constantFrom(
+      ...JUNK_FOR[where.method], ...(where.method === 'read' ? ['as ArrayBuffer', 'as DataView', 'as Buffer'] : []))));
+    await fc.assert(
+      fc.asyncProperty(lieArb, async ([where, junk]) => {
+        const src = lyingSource(base, where, junk);
+        const what = src.label;
+        const res = await settle(() => Store.open(src));
+        if (junk.startsWith('as ')) {
+          // Bytes of another type are bytes: the same store.
+          const store = expectResolves(res, what);
+          try {
+            const got = await store.gatherBytes(all);
+            all.forEach((i) => assert.ok(sameBytes(got[i], wantBytes[i]), `${what}: record ${i}`));
+          } finally {
+            await store.close();
+          }
+          return;
+        }
+        const failed = (r, call) => {
+          expectRejects(r, ['LOADERX_IO'], `${what}: ${call}`);
+          assert.ok(r.error.message.includes(src.label), `${what}: ${call}: the message names the source: ${r.error.message}`);
+        };
+        if (where.at === 'open') return failed(res, 'open');
+        const store = expectResolves(res, what);
+        try {
+          if (where.at === 'table') failed(await settle(() => store.lengths([0])), 'lengths');
+          else failed(await settle(() => store.gatherBytes([0])), 'gatherBytes');
+          failed(await settle(() => store.verify()), 'verify');
+        } finally {
+          await store.close();
+        }
+      }),
+      { seed: SEED, numRuns: 150 },
+    );
+    await stillWorks();
+  });
+
   test('a source whose close() throws: open and close still settle with a LoaderxError, never the raw value', async () => {
     const closeArb = fc.record({ how: fc.constantFrom('throw', 'reject'), junk: fc.constantFrom('"abc"', 'undefined', '1n', 'null', 'Error', 'LoaderxError') });
     await fc.assert(
