@@ -181,7 +181,7 @@ struct Span(Duration);
 
 impl Span {
     fn observe(&mut self, killed: bool) {
-        self.0 = if killed { self.0 * 11 / 10 } else { (self.0 / 2).max(Duration::from_micros(200)) };
+        self.0 = if killed { self.0 * 5 / 4 } else { (self.0 / 2).max(Duration::from_micros(200)) };
     }
 }
 
