@@ -43,6 +43,7 @@ def corruption_rows(doc, front):
     if not doc:
         return rows
     for store, kinds in sorted(doc.get("stores", {}).items()):
+        kinds = kinds.get("outcomes", kinds)  # the Python sweep nests its counts
         for kind, counts in sorted(kinds.items()):
             if not isinstance(counts, dict):
                 continue
@@ -75,7 +76,7 @@ def main():
                               ("Python", "corruption-py", "py_corruption.json"),
                               ("wasm in Node", "corruption-js", "js_corruption.json")):
         doc = load(file)
-        total = doc.get("inputs") if doc else None
+        total = (doc.get("inputs") or doc.get("totals", {}).get("inputs")) if doc else None
         w.append(f"| corruption sweep, {front} | {status(name)[0]} | {status(name)[1]} | {total if total is not None else '?'} damaged stores opened and read |")
 
     conc = log("concurrency")

@@ -9,6 +9,9 @@
 import { loaderxError, ioError, isLoaderxError, describe, labelOf } from './errors.js';
 import { asBytes } from './bytes.js';
 
+/** Left by a native writer killed mid-delete; the native engine finishes the delete on open. */
+const JOURNAL = 'delete.journal';
+
 /** Largest schema.msgpack and dict.zr read whole (both are small in practice). */
 const MAX_SIDE_FILE = 64 << 20;
 /** Records per verify step. */
@@ -175,10 +178,16 @@ export function makeApi(wasm) {
       try {
         // Two rounds of concurrent requests (this matters over HTTP): the sizes and the header,
         // then the schema, the dictionary and the chunk sizes.
-        const [metaSize, head, schemaSize, dictSize] = await Promise.all([
+        const [metaSize, head, schemaSize, dictSize, journalSize] = await Promise.all([
           sourceSize(source, 'meta.zr'), sourceBytes(source, 'meta.zr', 0, 16), sourceSize(source, 'schema.msgpack'), sourceSize(source, 'dict.zr'),
+          // Over HTTP the probe would cost a request (a 404 in the console) on every open.
+          source.probesJournal === false ? null : sourceSize(source, JOURNAL),
         ]);
         if (metaSize == null) throw loaderxError('LOADERX_NOT_FOUND', `no loaderx store at ${labelOf(source)}: meta.zr is missing`);
+        if (journalSize != null) {
+          throw loaderxError('LOADERX_CORRUPT', `${labelOf(source)}: a delete was interrupted (${JOURNAL} is present), so the table is half-changed; `
+            + 'open the store once with the native engine (Python, or `loaderx verify DIR`) to finish the delete');
+        }
         const reader = new wasm.Reader(head ?? new Uint8Array(0), metaSize);
         try {
           const chunks = Array.from({ length: reader.tailChunk + 1 }, (_, c) => `${c}.zr`);

@@ -504,3 +504,14 @@ describe('Sampler arguments', () => {
     });
   }
 });
+
+test('a store with a delete.journal (a native writer killed mid-delete) is refused until the native engine finishes it', async () => {
+  const dir = copy(GOOD.name);
+  writeFileSync(join(dir, 'delete.journal'), new Uint8Array(40));
+  await assert.rejects(Store.open(dir), (e) => isError('LOADERX_CORRUPT')(e) && /delete\.journal/.test(e.message) && /native engine/.test(e.message));
+  rmSync(join(dir, 'delete.journal'));
+  const store = await Store.open(dir);
+  assert.ok(store.length > 0);
+  await store.close();
+  await stillWorks();
+});

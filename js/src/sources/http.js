@@ -17,6 +17,8 @@ export class HttpSource {
     this.fetch = options.fetch || globalThis.fetch.bind(globalThis);
     this.headers = options.headers || {};
     this.maxGap = 1 << 18;
+    /** No probe for delete.journal: it would cost a request per open (see store.js). */
+    this.probesJournal = false;
     /** Recently read record ranges kept in memory (see RangeCache in store.js). */
     this.cacheBytes = options.cacheBytes ?? 64 << 20;
     this.sizes = new Map();
