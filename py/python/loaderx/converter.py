@@ -261,8 +261,9 @@ def from_iterator(path, source, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dic
     _check_codec(codec)
     end = object()
     if isinstance(source, (bytes, bytearray)):
+        # One bytes object is one record, and (as in the reference) no schema is written for it.
         source = [source]
-        inferred = {"kind": "ragged", "dtype": "|u1", "item_shape": []}
+        inferred = None
     else:
         it = iter(source)
         first = next(it, end)
