@@ -60,7 +60,9 @@ def main():
           "operation in flight, a bad file never crashes any front end, and concurrent readers never",
           "see torn data. The guarantees per operation are in [design.md](design.md#what-survives-a-crash).", ""]
 
-    w += ["## Summary", "", "| suite | result | time | figure |", "|---|---|---|---|"]
+    params = (OUT / "params").read_text().split() if (OUT / "params").exists() else ["(unknown)"]
+    w += ["## Summary", "", f"Run with {', '.join(f'`{p}`' for p in params)}.", "",
+          "| suite | result | time | figure |", "|---|---|---|---|"]
 
     crash = log("crash")
     figs = []
@@ -101,6 +103,8 @@ def main():
     w.append(f"| Miri on loaderx-core | {status('miri')[0]} | {status('miri')[1]} | {mi[0] if mi else '?'} tests, no undefined behaviour |")
     asan = re.findall(r"test result: ok\. (\d+) passed", log("asan"))
     w.append(f"| AddressSanitizer on loaderx-native | {status('asan')[0]} | {status('asan')[1]} | {sum(map(int, asan)) if asan else '?'} tests |")
+    tsan = re.findall(r"test result: ok\. (\d+) passed", log("tsan"))
+    w.append(f"| ThreadSanitizer on loaderx-native | {status('tsan')[0]} | {status('tsan')[1]} | {sum(map(int, tsan)) if tsan else '?'} tests |")
     w.append("")
 
     w += ["## Crash loop", "",
@@ -152,7 +156,8 @@ def main():
           "  either runs; a reader in another process may see the table mid-change (every record it",
           "  reads is whole, but the order may be the old or the new one).",
           "- **Sanitizers and Miri coverage.** Miri runs core's pure code (it cannot run the zstd C",
-          "  library or memory maps); AddressSanitizer runs native's tests including the mapped reads.",
+          "  library or memory maps); AddressSanitizer and ThreadSanitizer run native's tests, including",
+          "  the mapped reads and the 8-reader stress.",
           "  The Python extension's thread pool (`py/src/pool.rs`) is covered only by the Python tests.",
           ""]
     print("\n".join(w))

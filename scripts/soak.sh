@@ -14,6 +14,7 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-300}
 STRESS=${STRESS:-200000}
 JOBS=${JOBS:-2}
 status=0
+echo "CYCLES=$CYCLES FUZZ_SECONDS=$FUZZ_SECONDS STRESS=$STRESS" >"$OUT/params"
 
 step() { # name, command...
   local name=$1; shift
@@ -43,6 +44,7 @@ step fuzz ./scripts/fuzz_smoke.sh "$FUZZ_SECONDS"
 step miri env MIRIFLAGS=-Zmiri-disable-isolation PROPTEST_CASES=4 cargo +nightly miri test -j"$JOBS" \
   -p loaderx-core --lib -- format:: plan:: journal:: sampler:: stats:: view:: dtype:: schema::
 step asan ./scripts/sanitize.sh address
+step tsan ./scripts/sanitize.sh thread
 
 python3 scripts/reliability_report.py "$OUT" > docs/reliability.md
 echo "soak: docs/reliability.md regenerated"
