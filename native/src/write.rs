@@ -4,11 +4,15 @@
 //! then their table entries, then the tail, and the length is published last. A writer killed at
 //! any point therefore leaves the store at its previous length, or at its new one, never at a
 //! length whose entries or bytes are missing. `sync` makes everything appended so far durable,
-//! chunk data before the table and the table before the header.
+//! chunk data before the table and the table before the header. A delete first makes its outcome
+//! durable in `delete.journal` (see `loaderx_core::journal`), then changes the table; a journal
+//! left by a crash is replayed by the next open or write.
 //!
 //! Invariants:
 //! * Every argument is validated before the first byte is written; on error the store is as it
-//!   was and stays usable.
+//!   was and stays usable. (One exception: an I/O error after a delete's journal is in place
+//!   leaves the delete applied, and the next mutating call makes it durable.)
+//! * Every call that changes a file goes through `crate::io`, the fault-injection seam.
 //! * One writer per store: the first mutating call of a handle takes an advisory exclusive lock
 //!   (`flock`) on `meta.zr` and keeps it for the life of the handle. Readers take no lock.
 //! * The first mutating call also restores the full sparse sizes of `meta.zr` and the chunk files
