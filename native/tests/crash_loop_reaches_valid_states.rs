@@ -193,17 +193,28 @@ fn cycles() -> u64 {
     std::env::var("LOADERX_CRASH_CYCLES").ok().and_then(|s| s.parse().ok()).unwrap_or(50)
 }
 
-fn verify_clean(store: &Store, label: &str) {
+/// The parent's turn (see [`SERIAL`]), or `None` inside a writer child.
+fn parent_turn() -> Option<std::sync::MutexGuard<'static, ()>> {
+    if std::env::var_os(CHILD_OP).is_some() {
+        return None;
+    }
+    Some(SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Runs the `op` child on `dir`, kills it after `delay` unless it finishes first, then reopens
+/// the store and checks that it verifies clean. Returns the store and whether the kill landed.
+fn kill_and_reopen(op: &str, dir: &Path, delay: Duration, label: &str) -> (Store, bool) {
+    let (mut child, start) = spawn(op, dir);
+    let killed = kill_after(&mut child, start, delay);
+    let store = Store::open(dir).unwrap_or_else(|e| panic!("{label}: reopen failed: {e}"));
     let report = store.verify(|_, _| {});
     assert!(report.bad.is_empty(), "{label}: verify found {:?}", report.bad);
+    (store, killed)
 }
 
 #[test]
 fn killed_appends_leave_a_prefix() {
-    if std::env::var_os(CHILD_OP).is_some() {
-        return;
-    }
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(_turn) = parent_turn() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("store");
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
@@ -215,12 +226,10 @@ fn killed_appends_leave_a_prefix() {
             std::fs::remove_dir_all(&dir).unwrap();
             last_len = 0;
         }
-        let (mut child, start) = spawn("append", &dir);
-        let killed = kill_after(&mut child, start, Duration::from_micros(1_000 + rng.below(40_000)));
-        assert!(killed, "the append child never stops on its own");
         let label = format!("append cycle {cycle}");
-        let store = Store::open(&dir).unwrap_or_else(|e| panic!("{label}: reopen failed: {e}"));
-        verify_clean(&store, &label);
+        let delay = Duration::from_micros(1_000 + rng.below(40_000));
+        let (store, killed) = kill_and_reopen("append", &dir, delay, &label);
+        assert!(killed, "the append child never stops on its own");
         let ids = ids(&store, &label);
         assert!(ids.iter().copied().eq(0..ids.len() as u64), "{label}: not a prefix");
         assert!(ids.len() >= last_len, "{label}: the store shrank");
@@ -234,10 +243,7 @@ fn killed_appends_leave_a_prefix() {
 
 #[test]
 fn killed_deletes_leave_a_state_of_the_sequence() {
-    if std::env::var_os(CHILD_OP).is_some() {
-        return;
-    }
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(_turn) = parent_turn() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("store");
     let mut rng = Rng(0x9d2c_5680_1b3f_77a1);
@@ -254,14 +260,11 @@ fn killed_deletes_leave_a_state_of_the_sequence() {
         }
         let before = ids(&store, "before");
         drop(store);
-        let (mut child, start) = spawn("delete", &dir);
-        let killed = kill_after(&mut child, start, rng.delay(&span));
+        let label = format!("delete cycle {cycle}");
+        let (store, killed) = kill_and_reopen("delete", &dir, rng.delay(&span), &label);
         span.observe(killed);
         mid += u64::from(killed);
-        let label = format!("delete cycle {cycle}");
-        let store = Store::open(&dir).unwrap_or_else(|e| panic!("{label}: reopen failed: {e}"));
         assert!(!dir.join("delete.journal").exists(), "{label}: open left the journal behind");
-        verify_clean(&store, &label);
         let now = ids(&store, &label);
         let mut state = before;
         let mut steps = 0;
@@ -278,10 +281,7 @@ fn killed_deletes_leave_a_state_of_the_sequence() {
 
 #[test]
 fn killed_compactions_keep_every_record_and_finish_when_rerun() {
-    if std::env::var_os(CHILD_OP).is_some() {
-        return;
-    }
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(_turn) = parent_turn() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("store");
     let mut rng = Rng(0x51f1_5e3d_a0c4_2b97);
@@ -304,13 +304,10 @@ fn killed_compactions_keep_every_record_and_finish_when_rerun() {
         store.sync().unwrap();
         let before = ids(&store, "before");
         drop(store);
-        let (mut child, start) = spawn("compact", &dir);
-        let killed = kill_after(&mut child, start, rng.delay(&span));
+        let label = format!("compact cycle {cycle}");
+        let (store, killed) = kill_and_reopen("compact", &dir, rng.delay(&span), &label);
         span.observe(killed);
         mid += u64::from(killed);
-        let label = format!("compact cycle {cycle}");
-        let store = Store::open(&dir).unwrap_or_else(|e| panic!("{label}: reopen failed: {e}"));
-        verify_clean(&store, &label);
         assert!(ids(&store, &label) == before, "{label}: records changed");
         store.compact().unwrap_or_else(|e| panic!("{label}: re-run failed: {e}"));
         let stats = store.stats().unwrap();
