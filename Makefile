@@ -7,7 +7,7 @@ export LOADERX_REQUIRE_REF := 1
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: soak fuzz-smoke demo test setup py-build js-build test-rust test-py test-wheel test-js test-browser test-golden test-viewer viewer bench-viewer lint bench bench-py bench-js crash fixtures-check
+.PHONY: soak fuzz-smoke demo test test-windows setup py-build js-build test-rust test-py test-wheel test-npm dist release-check test-js test-browser test-golden test-viewer viewer bench-viewer lint bench bench-py bench-js crash fixtures-check
 
 ## The main job: train from the DataLoader, stream an image store, inspect it.
 demo: setup py-build js-build
@@ -18,7 +18,7 @@ demo: setup py-build js-build
 	@echo "browse it in the viewer: make viewer STORE=demo-data/images_64x64x3   (or: npx --prefix js loaderx-view demo-data/images_64x64x3)"
 
 ## Every test suite, after installing what they need.
-test: setup lint test-rust js-build py-build test-py test-wheel test-js test-browser test-golden test-viewer fuzz-smoke fixtures-check
+test: setup lint test-rust js-build py-build test-wheel test-npm test-js test-browser test-golden test-viewer fuzz-smoke fixtures-check
 
 setup:
 	./scripts/setup.sh
@@ -36,6 +36,8 @@ test-rust:
 
 # Every store the Python tests write is exported (trimmed, with per-record hashes) for test-js.
 PY_STORES := $(CURDIR)/artifacts/py-stores
+## The pytest suite against the development build in .venv (`make test` runs it against the
+## release wheel instead: test-wheel).
 test-py:
 	rm -rf $(PY_STORES)
 	LOADERX_EXPORT_STORES=$(PY_STORES) $(PY) -m pytest py/tests -q
@@ -65,9 +67,32 @@ viewer: setup js-build
 test-golden:
 	./tests/golden/run.sh
 
-## `maturin build` makes a wheel that installs and works in a fresh venv.
+## loaderx-core and loaderx-native built for x86_64-pc-windows-gnu, tested under wine (installs
+## mingw-w64 and wine64 if missing; builds in target/windows).
+test-windows:
+	JOBS=$(JOBS) ./scripts/test_windows.sh
+
+## The release wheel for this machine (manylinux_2_17 x86_64, abi3), the sdist and the npm
+## tarball, built as `make dist` builds them and checked; the whole pytest suite runs against the
+## wheel in a fresh venv (exporting its stores for test-js); the sdist builds with pip.
 test-wheel:
-	./scripts/test_wheel.sh
+	rm -rf $(PY_STORES)
+	LOADERX_EXPORT_STORES=$(PY_STORES) JOBS=$(JOBS) ./scripts/test_wheel.sh
+
+## The npm tarball: check_dist, publint, attw, and an offline install into a fresh Node project
+## running the README snippet and `npx loaderx-qa`.
+test-npm:
+	./scripts/test_npm.sh
+
+## Every release artifact into dist/: abi3 wheels for eight platforms, cp314t wheels, the sdist
+## and the npm tarball, each checked by scripts/check_dist.py.
+dist: setup js-build
+	JOBS=$(JOBS) ./scripts/dist.sh
+
+## `make dist`, then what can run here: the aarch64 wheel under qemu, native's tests for Windows
+## under wine; writes the result into docs/release.md.
+release-check: setup js-build
+	JOBS=$(JOBS) ./scripts/release_check.sh
 
 lint:
 	$(CARGO) clippy --workspace --all-targets -j$(JOBS) -- -D warnings
@@ -95,6 +120,15 @@ bench-js: setup js-build
 
 bench-py: setup py-build
 	$(PY) scripts/bench.py all
+
+## The loader with a CPU-heavy per-sample transform: loaderx thread workers and worker processes
+## beside torch's DataLoader with worker processes, one run. torch goes into .venv-bench on first
+## use (about 5 GB with its CUDA wheels).
+.PHONY: bench-transform
+bench-transform: setup py-build
+	@$(CURDIR)/.venv-bench/bin/python -c "import torch, numpy" 2>/dev/null || \
+	  { python3 -m venv $(CURDIR)/.venv-bench && $(CURDIR)/.venv-bench/bin/pip install -q torch numpy; }
+	$(PY) scripts/bench.py transform
 
 ## tests/fixtures/v3 is a copy of ../shared/fixtures/v3; check they still agree where both exist.
 fixtures-check:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """loaderx benchmarks: sampler, store and loader, side by side in one run.
 
-    python scripts/bench.py [sampler|store|loader|all] [--quick] [--ref-python PATH] [--workdir DIR]
+    python scripts/bench.py [sampler|store|loader|transform|all] [--quick] [--ref-python PATH]
+                            [--torch-python PATH] [--workdir DIR]
 
 Every row goes through the binding a client actually uses (Python calls, the GIL and NumPy
 allocation are inside the timings). The reference loaderx 0.9.11 runs in its own venv
@@ -9,6 +10,12 @@ allocation are inside the timings). The reference loaderx 0.9.11 runs in its own
 speaks JSON lines; its rounds are interleaved with ours, on the same data files and the same
 index batches. Peers (h5py, blosc2) get rows when they are importable. Each section prints the
 machine block first; figures are medians of several interleaved rounds.
+
+``transform`` (not part of ``all``) is the loader with the CPU-heavy per-sample transform
+:func:`augment`: loaderx with thread workers and with worker processes, beside
+torch.utils.data.DataLoader with worker processes. torch runs in its own venv
+(``--torch-python``, default ``.venv-bench/bin/python`` when present) as a worker process like
+the reference, reading the same data from a NumPy memmap.
 """
 
 import os
@@ -20,6 +27,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import argparse
 import json
 import platform
+import random
 import shutil
 import subprocess
 import sys
@@ -75,6 +83,170 @@ def time_loader(DataLoader, DenseDataset, paths, batches, workers):
     return rate
 
 
+# The transform section's workload: a Python-bound per-sample loop, as a torchvision-style
+# pipeline is. Most of its time is interpreter work and small NumPy calls that hold the GIL.
+AUG_CROP = 48
+AUG_MEAN = np.array([123.7, 116.3, 103.5], np.float32)
+AUG_INV_STD = 1.0 / np.array([58.4, 57.1, 57.4], np.float32)
+
+
+def augment(batch):
+    """Per sample: random crop (subsampled by 2), random flip, random gain, per-channel
+    normalisation to CHW float32. The randomness is seeded from the sample's pixels, so every
+    loader computes the same output for the same records."""
+    images = batch["s0"]
+    n, h, w, _ = images.shape
+    out = np.empty((n, 3, AUG_CROP // 2, AUG_CROP // 2), np.float32)
+    for i in range(n):
+        img = images[i]
+        rnd = random.Random(int(img[0, 0, 0]) << 8 | int(img[-1, -1, -1]))
+        dy, dx = rnd.randrange(h - AUG_CROP + 1), rnd.randrange(w - AUG_CROP + 1)
+        crop = img[dy : dy + AUG_CROP : 2, dx : dx + AUG_CROP : 2]
+        if rnd.random() < 0.5:
+            crop = crop[:, ::-1]
+        gain = rnd.uniform(0.8, 1.2)
+        for c in range(3):
+            plane = crop[:, :, c].astype(np.float32)
+            plane *= gain
+            plane -= AUG_MEAN[c]
+            plane *= AUG_INV_STD[c]
+            out[i, c] = plane
+    return {"image": out, "label": batch["s1"].astype(np.int64)}
+
+
+def identity(batch):
+    return batch
+
+
+TRANSFORMS = {"augment": augment, "identity": identity}
+#: Before each timed window, a loader's ready batches are drained untimed (prefetch 4 plus 4
+#: in flight): they were computed while other rows ran.
+DRAIN = 8
+
+
+def tree_cpu():
+    """CPU seconds used so far by this process and its live children (Linux; 0.0 elsewhere).
+    Throughput depends on what else the shared machine runs; CPU per batch much less so."""
+    me, total = str(os.getpid()), 0
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return 0.0
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if entry == me or fields[1] == me:
+            total += int(fields[11]) + int(fields[12])  # utime + stime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+class TimedLoader:
+    """One loader kept open across rounds: ``window(n)`` drains what it prefetched meanwhile,
+    then returns ``(batches/s, CPU seconds per batch)`` over the next ``n`` batches. ``first``
+    is the seconds from creating the loader to its first batch (worker start-up included)."""
+
+    def __init__(self, make):
+        t = time.perf_counter()
+        self.it = make()
+        next(self.it)
+        self.first = time.perf_counter() - t
+
+    def window(self, n):
+        for _ in range(DRAIN):
+            next(self.it)
+        t, cpu = time.perf_counter(), tree_cpu()
+        for _ in range(n):
+            next(self.it)
+        return n / (time.perf_counter() - t), (tree_cpu() - cpu) / n
+
+
+def our_loader(DataLoader, DenseDataset, paths, transform, workers, kind):
+    streams = {f"s{i}": DenseDataset(p) for i, p in enumerate(paths)}
+    return DataLoader(
+        streams,
+        num_workers=workers,
+        batch_size=BATCH,
+        prefetch_size=4,
+        mode=1,
+        seed=3,
+        transform=TRANSFORMS[transform],
+        workers=kind,
+    )
+
+
+class _NpyBatches:
+    """torch's map-style dataset over the .npy files: ``__getitems__`` reads a whole batch as
+    the ``{"s0": images, "s1": labels}`` dict the transform takes (each worker maps the files)."""
+
+    def __init__(self, images, labels):
+        self.paths, self.arrays = (images, labels), None
+
+    def __len__(self):
+        return len(np.load(self.paths[1], mmap_mode="r"))
+
+    def __getitem__(self, i):
+        return self.__getitems__([i])
+
+    def __getitems__(self, idx):
+        if self.arrays is None:
+            self.arrays = [np.load(p, mmap_mode="r") for p in self.paths]
+        return {"s0": self.arrays[0][idx], "s1": self.arrays[1][idx]}
+
+
+class _TorchCollate:
+    """The same transform, its arrays then made tensors, so torch hands them over through its
+    shared memory (a NumPy array would be pickled through the queue's pipe)."""
+
+    def __init__(self, name):
+        self.fn = TRANSFORMS[name]
+
+    def __call__(self, batch):
+        import torch
+
+        return {k: torch.from_numpy(v) for k, v in self.fn(batch).items()}
+
+
+def torch_loader(images, labels, transform, workers, n):
+    """torch's DataLoader, endless like ours: IID index batches from a generator, so no epoch
+    ends inside a measurement (prefetch_factor 2, the default: 8 batches in flight)."""
+    from torch.utils.data import DataLoader as TorchLoader
+
+    rng = np.random.default_rng(11)
+    sampler = (rng.integers(0, n, BATCH) for _ in iter(int, 1))
+    loader = TorchLoader(
+        _NpyBatches(images, labels), batch_sampler=sampler, collate_fn=_TorchCollate(transform), num_workers=workers
+    )
+    return iter(loader)
+
+
+def torch_worker_main():
+    """The torch side: ``open`` a loader, time ``window``s of it, ``version``; JSON lines."""
+    loaders = {}
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        if cmd["op"] == "version":
+            import torch
+
+            res = f"torch {torch.__version__}, numpy {np.__version__}, python {platform.python_version()}"
+        elif cmd["op"] == "open":
+            args = (cmd["images"], cmd["labels"], cmd["transform"], cmd["workers"], cmd["n"])
+            loaders[cmd["name"]] = TimedLoader(lambda: torch_loader(*args))
+            res = loaders[cmd["name"]].first
+        elif cmd["op"] == "window":
+            res = loaders[cmd["name"]].window(cmd["batches"])
+        elif cmd["op"] == "close":
+            loaders.pop(cmd["name"], None)
+            res = None
+        else:
+            res = None
+        print(json.dumps({"result": res}), flush=True)
+
+
 def worker_main():
     """The reference side: run commands from stdin, answer JSON lines on stdout."""
     from loaderx.converter import from_numpy
@@ -104,12 +276,16 @@ def worker_main():
 
 
 class Reference:
-    """The reference loaderx 0.9.11 in its own venv, as a persistent worker process."""
+    """The reference loaderx 0.9.11 (or torch, with ``flag="--torch-worker"``) in its own venv,
+    as a persistent worker process."""
 
-    def __init__(self, python):
+    def __init__(self, python, flag="--worker"):
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        # One OpenMP thread: the reference's multi-threaded zstd gather crashes with SIGSEGV now
+        # and then (docs/reference-defects.md), so its rows are single-threaded gathers.
+        env["OMP_NUM_THREADS"] = "1"
         self.proc = subprocess.Popen(
-            [python, str(Path(__file__).resolve()), "--worker"],
+            [python, str(Path(__file__).resolve()), flag],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -390,19 +566,118 @@ def section_loader(args, ref, work):
     print()
 
 
+def section_transform(args, torch_side, work):
+    from loaderx.converter import from_numpy
+    from loaderx.dataloader import DataLoader
+    from loaderx.dataset import DenseDataset
+
+    n = 4000 if args.quick else 20_000
+    rounds = 3 if args.quick else 9
+    timed = {"augment": 40 if args.quick else 100, "identity": 200 if args.quick else 600}
+    workers = 4
+    print(f"== loader, CPU-heavy transform: 12 KiB records, {n} of them, batch {BATCH}, {workers} workers, IID ==")
+    if torch_side:
+        print(f"  torch side: {torch_side(op='version')}")
+    rng = np.random.default_rng(5)
+    images, labels = work / "transform_images.npy", work / "transform_labels.npy"
+    data = np.lib.format.open_memmap(images, mode="w+", dtype=np.uint8, shape=(n, 64, 64, 3))
+    for start in range(0, n, 1000):
+        data[start : start + 1000] = mild_bytes(rng, (min(1000, n - start), 64, 64, 3))
+    data.flush()
+    del data
+    np.save(labels, rng.integers(0, 10, n).astype(np.int64))
+    paths = [work / "transform_img", work / "transform_lbl"]
+    for p, src in zip(paths, (images, labels)):
+        shutil.rmtree(p, ignore_errors=True)
+        from_numpy(p, np.load(src, mmap_mode="r"), codec="raw", progress=False)
+    os.sync()
+    cases = [("identity", "threads"), ("identity", "processes"), ("augment", "threads"), ("augment", "processes")]
+    if torch_side:
+        cases.append(("augment", "torch"))
+    # Every loader stays open; the rounds interleave short timed windows of each, so a change in
+    # the machine's load falls on all rows alike.
+    loaders, firsts = {}, {}
+    for transform, kind in cases:
+        name = f"{transform}-{kind}"
+        if kind == "torch":
+            firsts[(transform, kind)] = torch_side(
+                op="open", name=name, images=str(images), labels=str(labels), transform=transform,
+                workers=workers, n=n,
+            )
+        else:
+            make = lambda: our_loader(DataLoader, DenseDataset, paths, transform, workers, kind)  # noqa: E731
+            loaders[(transform, kind)] = TimedLoader(make)
+            firsts[(transform, kind)] = loaders[(transform, kind)].first
+    times = {case: [] for case in cases}
+    cpus = {case: [] for case in cases}
+    try:
+        for _ in range(1 + rounds):  # round 0 warms every path up and is not counted
+            for transform, kind in cases:
+                if kind == "torch":
+                    rate, cpu = torch_side(op="window", name=f"{transform}-{kind}", batches=timed[transform])
+                else:
+                    rate, cpu = loaders[(transform, kind)].window(timed[transform])
+                times[(transform, kind)].append(rate)
+                cpus[(transform, kind)].append(cpu)
+    finally:
+        for (transform, kind), loader in loaders.items():
+            loader.it.close()
+        if torch_side:
+            torch_side(op="close", name="augment-torch")
+    widths = [20, 10, 10, 10, 11, 9, 10, 10]
+    row(["loader", "transform", "batches/s", "per batch", "vs threads", "vs torch", "CPU/batch", "1st batch"], widths)
+    med = {case: median(times[case][1:]) for case in cases}
+    for (transform, kind) in cases:
+        rate = med[(transform, kind)]
+        torch_rate = med.get((transform, "torch"))
+        vs_torch = f"{rate / torch_rate:.2f}x" if torch_rate else ""
+        name = "torch processes" if kind == "torch" else f"loaderx {kind}"
+        cpu = f"{median(cpus[(transform, kind)][1:]) * 1e3:.2f} ms"
+        first = f"{firsts[(transform, kind)]:.2f} s"
+        vs_threads = f"{rate / med[(transform, 'threads')]:.2f}x"
+        row([name, transform, f"{rate:.1f}", f"{1e3 / rate:.2f} ms", vs_threads, vs_torch, cpu, first], widths)
+    if ("augment", "torch") in med:
+        per_round = [p / t for p, t in zip(times[("augment", "processes")][1:], times[("augment", "torch")][1:])]
+        print(
+            f"  processes / torch (augment): {med[('augment', 'processes')] / med[('augment', 'torch')]:.2f}x "
+            f"(per round: {' '.join(f'{r:.2f}' for r in per_round)})"
+        )
+    print()
+
+
 def main():
     if "--worker" in sys.argv:
         worker_main()
         return
+    if "--torch-worker" in sys.argv:
+        torch_worker_main()
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("section", nargs="?", default="all", choices=["sampler", "store", "loader", "all"])
+    parser.add_argument("section", nargs="?", default="all", choices=["sampler", "store", "loader", "transform", "all"])
     parser.add_argument("--quick", action="store_true", help="a small, fast run")
     default_ref = ROOT / ".venv-ref" / "bin" / "python"
     parser.add_argument("--ref-python", default=str(default_ref) if default_ref.exists() else None)
+    default_torch = ROOT / ".venv-bench" / "bin" / "python"
+    parser.add_argument(
+        "--torch-python",
+        default=str(default_torch) if default_torch.exists() else None,
+        help="an interpreter with torch, for the transform section's torch row",
+    )
     parser.add_argument("--workdir", default=None, help="where the data and stores go (default: a temp dir)")
     args = parser.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="loaderx-bench-"))
     work.mkdir(parents=True, exist_ok=True)
+    if args.section == "transform":
+        torch_side = Reference(args.torch_python, "--torch-worker") if args.torch_python else None
+        try:
+            machine_block()
+            section_transform(args, torch_side, work)
+        finally:
+            if torch_side:
+                torch_side.close()
+            if not args.workdir:
+                shutil.rmtree(work, ignore_errors=True)
+        return
     ref = Reference(args.ref_python) if args.ref_python else None
     try:
         for name in ("sampler", "store", "loader"):

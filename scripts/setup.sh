@@ -43,7 +43,9 @@ if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen 0.2.130" ]; then
 fi
 # The js package's dev dependencies (playwright-core drives Debian's chromium, no browser download;
 # fast-check runs the bad-input property tests).
-if [ ! -d js/node_modules/playwright-core ] || [ ! -d js/node_modules/fast-check ]; then
+# publint and @arethetypeswrong/cli check the packed tarball.
+if [ ! -d js/node_modules/playwright-core ] || [ ! -d js/node_modules/fast-check ] ||
+   [ ! -d js/node_modules/publint ] || [ ! -d js/node_modules/@arethetypeswrong/cli ]; then
   echo "setup: npm ci in js/"
   (cd js && npm ci --no-audit --no-fund --silent)
 fi
@@ -54,11 +56,13 @@ if ! .venv-ref/bin/python -c "import loaderx, numpy" 2>/dev/null; then
   python3 -m venv .venv-ref
   .venv-ref/bin/pip install -q loaderx==0.9.11 numpy msgpack cffi
 fi
-# The project's own venv: build tools, test and demo dependencies.
-if ! .venv/bin/python -c "import maturin, numpy, msgpack, pytest, tqdm, sklearn, hypothesis" 2>/dev/null; then
-  echo "setup: creating .venv (maturin, numpy, msgpack, pytest, hypothesis, tqdm, scikit-learn)"
-  python3 -m venv .venv
+# The project's own venv: build tools (maturin; zig from PyPI links the wheels of every
+# platform), the artifact checker's parsers (ELF, Mach-O, PE), test and demo dependencies.
+PY_DEPS="maturin ziglang pyelftools macholib pefile numpy msgpack pytest hypothesis tqdm scikit-learn"
+if ! .venv/bin/python -c "import maturin, ziglang, elftools, macholib, pefile, numpy, msgpack, pytest, tqdm, sklearn, hypothesis" 2>/dev/null; then
+  echo "setup: installing into .venv: $PY_DEPS"
+  [ -x .venv/bin/python ] || python3 -m venv .venv
   .venv/bin/pip install -q -U pip
-  .venv/bin/pip install -q maturin numpy msgpack pytest hypothesis tqdm scikit-learn
+  .venv/bin/pip install -q $PY_DEPS
 fi
 echo "setup: ok"

@@ -1,11 +1,29 @@
 #!/usr/bin/env bash
-# Builds the wheel with maturin and installs it into a fresh venv, then checks that the package
-# imports and round-trips a store there; also checks that `pip install ./py` builds from source.
+# The Python package as users get it:
+#   1. the release artifacts for this machine, built as `make dist` builds them: the
+#      manylinux_2_17 x86_64 abi3 wheel (maturin + zig), the sdist and the npm tarball, each
+#      checked by scripts/check_dist.py (tags, glibc symbol versions, links, contents), and
+#      the checker shown to catch broken copies of them (tests/release);
+#   2. the wheel in a fresh venv (.venv-wheel, made anew each run) runs the whole pytest suite,
+#      exporting every store it writes for the JavaScript tests ($LOADERX_EXPORT_STORES);
+#   3. the sdist builds and installs with pip in another fresh venv, and round-trips a store.
+# The artifacts stay in target/test-dist for scripts/test_npm.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-.venv/bin/maturin build --release -q -m py/Cargo.toml -o "$out/wheels"
+DIST=$PWD/target/test-dist
+DIST_DIR=$DIST DIST_TARGETS=x86_64-unknown-linux-gnu DIST_FT_TARGETS= ./scripts/dist.sh
+# The checker itself must catch broken artifacts (made from the good ones).
+.venv/bin/python -m pytest tests/release -q -p no:cacheprovider
+
+venv=$PWD/.venv-wheel
+rm -rf "$venv"
+python3 -m venv "$venv"
+"$venv/bin/pip" install -q -U pip
+"$venv/bin/pip" install -q "$DIST"/loaderx-*-cp39-abi3-manylinux*_x86_64.whl pytest hypothesis tqdm
+"$venv/bin/python" -c 'import loaderx, sys; assert "/.venv-wheel/" in loaderx.__file__, loaderx.__file__; print("testing", loaderx.__file__)'
+# From outside the source tree, so `import loaderx` can only find the installed wheel.
+(cd /tmp && "$venv/bin/python" -m pytest "$OLDPWD/py/tests" -q -p no:cacheprovider)
+
 smoke='
 import numpy as np, tempfile, os
 from loaderx.converter import from_numpy
@@ -14,11 +32,10 @@ d = tempfile.mkdtemp()
 x = np.arange(600, dtype=np.float32).reshape(50, 3, 4)
 from_numpy(os.path.join(d, "s"), x)
 assert (DenseDataset(os.path.join(d, "s"))[[3, 1]] == x[[3, 1]]).all()
-print("wheel ok:", __import__("loaderx").__file__)
+print("sdist ok:", __import__("loaderx").__file__)
 '
-python3 -m venv "$out/wheel-venv"
-"$out/wheel-venv/bin/pip" install -q "$out"/wheels/*.whl
-(cd "$out" && "$out/wheel-venv/bin/python" -c "$smoke")
-python3 -m venv "$out/src-venv"
-"$out/src-venv/bin/pip" install -q ./py
-(cd "$out" && "$out/src-venv/bin/python" -c "$smoke")
+src=$(mktemp -d)
+trap 'rm -rf "$src"' EXIT
+python3 -m venv "$src/venv"
+"$src/venv/bin/pip" install -q "$DIST"/loaderx-*.tar.gz
+(cd "$src" && "$src/venv/bin/python" -c "$smoke")

@@ -31,6 +31,8 @@ export class Store extends api.Store {
   }
 }
 export const { Sampler } = api;
+/** The loaderx version of the wasm build inside (the same as the package's). */
+export const version = wasm.version();
 export { HttpSource } from './sources/http.js';
 export { BlobSource, DirectoryHandleSource, filesFromDataTransfer } from './sources/blob.js';
 export { MemorySource } from './sources/memory.js';

@@ -119,3 +119,5 @@ export declare class MemorySource implements Source { constructor(files: Record<
 export declare class BlobSource implements Source { constructor(files: Map<string, Blob> | Record<string, Blob>, label?: string); static fromFiles(files: Iterable<File> | FileList): BlobSource; label: string; maxGap: number; size(n: string): Promise<number | null>; read(n: string, s: number, e: number): Promise<Uint8Array | null>; }
 export declare function filesFromDataTransfer(dt: DataTransfer): Promise<BlobSource>;
 export declare const threaded: boolean;
+/** The loaderx version of the wasm build inside (equal to the package's version). */
+export declare const version: string;

@@ -33,5 +33,7 @@ export class Store extends api.Store {
 }
 export const { Sampler } = api;
 export const threaded = false;
+/** The loaderx version of the wasm build inside (the same as the package's). */
+export const version = wasm.version();
 export { NodeSource, HttpSource, MemorySource };
 export { loaderxError } from './errors.js';

@@ -1,17 +1,46 @@
-//! Every call the write path makes that changes a file goes through here, each mapped to an
-//! [`Error::Io`] naming the operation and the path.
+//! The I/O seam: every platform-specific file call of the crate lives here, and every call the
+//! write path makes that changes a file goes through here, each mapped to an [`Error::Io`]
+//! naming the operation and the path.
 //!
-//! With the `fault-injection` feature (tests only) each call first asks [`faults`] whether it
-//! should fail, so a test can make the N-th write, sync, rename, resize or removal fail with
-//! ENOSPC or EIO, or make a write stop halfway (a short write followed by ENOSPC). Without the
-//! feature the check compiles to nothing.
+//! Platform code sits in one place, the private `sys` module, which has the same small set of
+//! functions for unix and for Windows (positional read and write, marking a file sparse,
+//! directory sync, disk usage, the error codes faults use). Nothing else in the crate names
+//! `std::os::*`.
+//!
+//! Invariants the callers keep, and what they mean on each platform:
+//! * Positional I/O only: no handle's cursor is ever used. Windows' `seek_read`/`seek_write`
+//!   move the cursor as a side effect, which is therefore harmless. [`read_exact_at`] and
+//!   [`write_all_at`] loop until every byte is done, across short transfers and `Interrupted`.
+//! * [`set_len`] only grows a file to its full sparse size. Unix filesystems keep the hole
+//!   unallocated; on Windows the file is first marked sparse (`FSCTL_SET_SPARSE`), or NTFS would
+//!   reserve the whole 4 GiB of a chunk file. Marking is best effort: where it fails (a filesystem
+//!   without sparse files) the file still grows, only without the space saving.
+//! * [`rename`] only ever replaces files no one maps (`*.tmp` → `meta.zr` at creation,
+//!   `delete.journal`, `dict.zr`, which is read whole and closed). On Windows a rename over a file
+//!   another process holds open without `FILE_SHARE_DELETE` fails; such a failure is an ordinary
+//!   [`Error::Io`] and leaves the store as it was.
+//! * [`remove`] is called on files the calling handle has dropped its maps and descriptors of.
+//!   Windows may refuse to remove a file another process still maps, or keep its name until that
+//!   process lets go (so it cannot be created anew before then). `compact` then fails with
+//!   [`Error::Io`] (op `remove` or `create`), consistently, and re-running it once the other
+//!   reader has closed finishes the job.
+//! * [`sync_dir`] makes creations, renames and removals durable. Windows has no directory fsync:
+//!   NTFS logs those metadata changes in its journal, so after a power loss the directory holds
+//!   each change whole or not at all, but the latest ones may be lost. The call is a no-op there.
+//!
+//! With the `fault-injection` feature (tests only) each call that changes a file first asks
+//! [`faults`] whether it should fail, so a test can make the N-th write, sync, rename, resize or
+//! removal fail with "no space" or an I/O error, or make a write stop halfway (a short write
+//! followed by "no space"). Without the feature the check compiles to nothing.
 
 use std::fs::{self, File};
-use std::io::Write;
-use std::os::unix::fs::FileExt;
+use std::io::{ErrorKind, Write};
 use std::path::Path;
 
 use crate::error::{Error, Result};
+
+#[cfg(not(any(unix, windows)))]
+compile_error!("loaderx-native runs on unix and Windows; other targets use loaderx-core directly");
 
 /// What a call does, for counting and for choosing which call fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -42,9 +71,9 @@ pub mod faults {
     /// How the chosen call fails.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub enum Kind {
-        /// ENOSPC.
+        /// No space: ENOSPC (`ERROR_DISK_FULL` on Windows).
         NoSpace,
-        /// EIO.
+        /// An I/O error: EIO (`ERROR_IO_DEVICE` on Windows).
         Io,
         /// Writes the first half of the bytes, then fails with ENOSPC (other ops: ENOSPC).
         Short,
@@ -100,17 +129,19 @@ pub mod faults {
 }
 
 fn no_space() -> std::io::Error {
-    std::io::Error::from_raw_os_error(28) // ENOSPC
+    std::io::Error::from_raw_os_error(sys::NO_SPACE)
 }
 
 /// Fails with the fault injected for this call of `op`, if any. `Ok(true)` asks a write to stop
-/// halfway (a short write); the caller then fails with ENOSPC.
+/// halfway (a short write); the caller then fails with "no space".
 #[cfg(feature = "fault-injection")]
 fn check(op: Op, what: &'static str, path: &Path) -> Result<bool> {
     match faults::hit(op) {
         None => Ok(false),
         Some(faults::Kind::Short) if op == Op::Write => Ok(true),
-        Some(faults::Kind::Io) => Err(Error::io(what, path)(std::io::Error::from_raw_os_error(5))),
+        Some(faults::Kind::Io) => {
+            Err(Error::io(what, path)(std::io::Error::from_raw_os_error(sys::IO_ERROR)))
+        }
         Some(_) => Err(Error::io(what, path)(no_space())),
     }
 }
@@ -121,14 +152,46 @@ fn check(_op: Op, _what: &'static str, _path: &Path) -> Result<bool> {
     Ok(false)
 }
 
-/// `pwrite`s all of `bytes` at `offset`.
-pub(crate) fn write_at(file: &File, bytes: &[u8], offset: u64, path: &Path) -> Result<()> {
+/// Reads exactly `buf.len()` bytes at `offset`. Reads are never fault-injected.
+pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64, path: &Path) -> Result<()> {
+    let (mut buf, mut offset) = (buf, offset);
+    while !buf.is_empty() {
+        match sys::read_at(file, buf, offset) {
+            Ok(0) => return Err(Error::io("read", path)(ErrorKind::UnexpectedEof.into())),
+            Ok(n) => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io("read", path)(e)),
+        }
+    }
+    Ok(())
+}
+
+/// Writes all of `bytes` at `offset` (`pwrite` on unix, `WriteFile` at an offset on Windows).
+pub(crate) fn write_all_at(file: &File, bytes: &[u8], offset: u64, path: &Path) -> Result<()> {
     if check(Op::Write, "write", path)? {
-        let half = &bytes[..bytes.len() / 2];
-        file.write_all_at(half, offset).map_err(Error::io("write", path))?;
+        write_all_at_raw(file, &bytes[..bytes.len() / 2], offset).map_err(Error::io("write", path))?;
         return Err(Error::io("write", path)(no_space()));
     }
-    file.write_all_at(bytes, offset).map_err(Error::io("write", path))
+    write_all_at_raw(file, bytes, offset).map_err(Error::io("write", path))
+}
+
+fn write_all_at_raw(file: &File, bytes: &[u8], offset: u64) -> std::io::Result<()> {
+    let (mut bytes, mut offset) = (bytes, offset);
+    while !bytes.is_empty() {
+        match sys::write_at(file, bytes, offset) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                bytes = &bytes[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Creates (or replaces) `path` with `bytes`, made durable, for renaming into place.
@@ -145,22 +208,23 @@ pub(crate) fn write_new(path: &Path, bytes: &[u8], len: u64) -> Result<()> {
     sync_file(&file, path)
 }
 
-/// `fsync`.
+/// `fsync` (`FlushFileBuffers` on Windows).
 pub(crate) fn sync_file(file: &File, path: &Path) -> Result<()> {
     check(Op::Sync, "sync", path)?;
     file.sync_all().map_err(Error::io("sync", path))
 }
 
-/// `fdatasync`.
+/// `fdatasync` (`FlushFileBuffers` on Windows).
 pub(crate) fn sync_data(file: &File, path: &Path) -> Result<()> {
     check(Op::Sync, "sync", path)?;
     file.sync_data().map_err(Error::io("sync", path))
 }
 
-/// `fsync` of a directory, making renames, creations and removals in it durable.
+/// Makes renames, creations and removals in `dir` durable: an `fsync` of the directory on unix,
+/// nothing on Windows (see the module docs). Counted as a sync on every platform.
 pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     check(Op::Sync, "sync", dir)?;
-    File::open(dir).and_then(|d| d.sync_all()).map_err(Error::io("sync", dir))
+    sys::sync_dir(dir).map_err(Error::io("sync", dir))
 }
 
 /// A sync done by `f` (an `msync` of the table, say), counted as a sync.
@@ -169,15 +233,18 @@ pub(crate) fn sync_with(path: &Path, f: impl FnOnce() -> std::io::Result<()>) ->
     f().map_err(Error::io("sync", path))
 }
 
-/// `rename`.
+/// `rename`, replacing `to` if it exists (`MoveFileExW` with `MOVEFILE_REPLACE_EXISTING` on
+/// Windows).
 pub(crate) fn rename(from: &Path, to: &Path) -> Result<()> {
     check(Op::Rename, "rename", from)?;
     fs::rename(from, to).map_err(Error::io("rename", from))
 }
 
-/// `ftruncate` to `len` (only ever used to grow files to their sparse full size).
+/// Grows `file` to `len`, sparsely (only ever used to give files their full sparse size).
 pub(crate) fn set_len(file: &File, len: u64, path: &Path) -> Result<()> {
     check(Op::Resize, "resize", path)?;
+    // Best effort, as the module docs say: a file that cannot be marked sparse still grows.
+    let _ = sys::mark_sparse(file);
     file.set_len(len).map_err(Error::io("resize", path))
 }
 
@@ -186,7 +253,169 @@ pub(crate) fn remove(path: &Path) -> Result<bool> {
     check(Op::Remove, "remove", path)?;
     match fs::remove_file(path) {
         Ok(()) => Ok(true),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
         Err(e) => Err(Error::io("remove", path)(e)),
+    }
+}
+
+/// Bytes the file at `path` takes on disk: what is allocated, so a sparse chunk file counts only
+/// the parts written (`st_blocks` on unix, `GetCompressedFileSizeW` on Windows).
+pub fn disk_usage(path: &Path) -> std::io::Result<u64> {
+    sys::disk_usage(path)
+}
+
+/// Unix: `pread`/`pwrite`; files grown with `ftruncate` are sparse already.
+#[cfg(unix)]
+mod sys {
+    use std::fs::File;
+    use std::io;
+    use std::os::unix::fs::{FileExt, MetadataExt};
+    use std::path::Path;
+
+    /// ENOSPC and EIO (the same numbers on Linux and macOS).
+    pub(super) const NO_SPACE: i32 = 28;
+    #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
+    pub(super) const IO_ERROR: i32 = 5;
+
+    pub(super) fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        file.read_at(buf, offset)
+    }
+
+    pub(super) fn write_at(file: &File, buf: &[u8], offset: u64) -> io::Result<usize> {
+        file.write_at(buf, offset)
+    }
+
+    pub(super) fn mark_sparse(_file: &File) -> io::Result<()> {
+        Ok(())
+    }
+
+    pub(super) fn sync_dir(dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+
+    pub(super) fn disk_usage(path: &Path) -> io::Result<u64> {
+        Ok(std::fs::metadata(path)?.blocks() * 512)
+    }
+}
+
+/// Windows: `ReadFile`/`WriteFile` at an offset, `FSCTL_SET_SPARSE`, no directory sync.
+#[cfg(windows)]
+mod sys {
+    use std::fs::File;
+    use std::io;
+    use std::os::windows::ffi::OsStrExt;
+    use std::os::windows::fs::FileExt;
+    use std::os::windows::io::AsRawHandle;
+    use std::path::Path;
+    use std::ptr;
+
+    use windows_sys::Win32::Foundation::{ERROR_DISK_FULL, ERROR_IO_DEVICE, NO_ERROR};
+    use windows_sys::Win32::Storage::FileSystem::{GetCompressedFileSizeW, INVALID_FILE_SIZE};
+    use windows_sys::Win32::System::Ioctl::FSCTL_SET_SPARSE;
+    use windows_sys::Win32::System::IO::DeviceIoControl;
+
+    pub(super) const NO_SPACE: i32 = ERROR_DISK_FULL as i32;
+    #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
+    pub(super) const IO_ERROR: i32 = ERROR_IO_DEVICE as i32;
+
+    /// Also moves the handle's cursor, which nothing in this crate uses.
+    pub(super) fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        file.seek_read(buf, offset)
+    }
+
+    /// Also moves the handle's cursor, which nothing in this crate uses.
+    pub(super) fn write_at(file: &File, buf: &[u8], offset: u64) -> io::Result<usize> {
+        file.seek_write(buf, offset)
+    }
+
+    /// Marks `file` sparse, so growing it reserves no space. Needs a handle opened for writing.
+    /// Wine 8 reports success and ignores the request (no sparse attribute is set); its files
+    /// live on unix filesystems, where growing a file leaves a hole anyway.
+    #[allow(unsafe_code)]
+    pub(super) fn mark_sparse(file: &File) -> io::Result<()> {
+        let mut returned = 0u32;
+        // SAFETY: the handle is valid for the call (borrowed from `file`). FSCTL_SET_SPARSE with
+        // no input buffer means "set sparse"; there is no output buffer; `returned` is a live
+        // u32; the call is synchronous (null OVERLAPPED; std opens files without
+        // FILE_FLAG_OVERLAPPED).
+        let ok = unsafe {
+            DeviceIoControl(
+                file.as_raw_handle(),
+                FSCTL_SET_SPARSE,
+                ptr::null(),
+                0,
+                ptr::null_mut(),
+                0,
+                &mut returned,
+                ptr::null_mut(),
+            )
+        };
+        if ok == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Windows cannot flush a directory; see the module docs.
+    pub(super) fn sync_dir(_dir: &Path) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// What Explorer calls "size on disk" for a sparse file. Wine 8 answers with the apparent
+    /// size instead.
+    #[allow(unsafe_code)]
+    pub(super) fn disk_usage(path: &Path) -> io::Result<u64> {
+        let wide: Vec<u16> = path.as_os_str().encode_wide().chain(Some(0)).collect();
+        let mut high = 0u32;
+        // SAFETY: `wide` is a NUL-terminated UTF-16 path that outlives the call, and `high` is a
+        // live u32 the call writes the upper half of the size to.
+        let low = unsafe { GetCompressedFileSizeW(wide.as_ptr(), &mut high) };
+        if low == INVALID_FILE_SIZE {
+            // Also a valid low half: only GetLastError tells the two apart.
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(NO_ERROR as i32) {
+                return Err(e);
+            }
+        }
+        Ok((u64::from(high) << 32) | u64::from(low))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positional_io_round_trips_and_reports_short_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let file = fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path).unwrap();
+        write_all_at(&file, b"world", 6, &path).unwrap();
+        write_all_at(&file, b"hello ", 0, &path).unwrap();
+        let mut buf = [0u8; 11];
+        read_exact_at(&file, &mut buf, 0, &path).unwrap();
+        assert_eq!(&buf, b"hello world");
+        let mut past = [0u8; 4];
+        let err = read_exact_at(&file, &mut past, 9, &path).unwrap_err();
+        assert!(
+            matches!(err, Error::Io { op: "read", ref source, .. } if source.kind() == ErrorKind::UnexpectedEof)
+        );
+    }
+
+    #[test]
+    fn set_len_grows_sparsely_and_keeps_the_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sparse");
+        write_new(&path, b"head", 1 << 30).unwrap();
+        assert_eq!(fs::metadata(&path).unwrap().len(), 1 << 30);
+        let mut buf = [0u8; 4];
+        read_exact_at(&File::open(&path).unwrap(), &mut buf, 0, &path).unwrap();
+        assert_eq!(&buf, b"head");
+        let used = disk_usage(&path).unwrap();
+        assert!(used <= 1 << 30, "{used} bytes on disk");
+        // The hole takes no space. (Wine reports the apparent size, so Windows gets the bound only.)
+        #[cfg(unix)]
+        assert!(used < 1 << 20, "{used} bytes on disk for 4 bytes of data");
+        sync_dir(dir.path()).unwrap();
     }
 }

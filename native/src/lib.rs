@@ -30,6 +30,7 @@ mod store;
 mod write;
 
 pub use error::{Error, Result};
+pub use io::disk_usage;
 pub use loaderx_core::format::{Codec, Header, RecordLoc};
 pub use store::{OpenOptions, Stats, Store, VerifyReport};
 pub use write::record_ranges;

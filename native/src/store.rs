@@ -12,7 +12,6 @@
 //!   shared by reads and appends and exclusively by delete and compact.
 
 use std::fs::{self, File};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
@@ -20,6 +19,7 @@ use loaderx_core::codec::{Decoder, Dictionary};
 use loaderx_core::format::{self, Codec, Header, RecordLoc, HEADER_SIZE};
 
 use crate::error::{Error, Result};
+use crate::io;
 use crate::map::{ChunkMap, MetaMap};
 use crate::write::Writer;
 
@@ -133,17 +133,18 @@ impl Store {
         }
         let meta_file = File::open(&meta_path).map_err(Error::io("open", &meta_path))?;
         let meta_len = meta_file.metadata().map_err(Error::io("stat", &meta_path))?.len();
-        let mut head = [0u8; HEADER_SIZE as usize];
         if meta_len < HEADER_SIZE {
             return Err(Error::corrupt(
                 &meta_path,
                 format!("the file is {meta_len} bytes, shorter than the 16-byte header"),
             ));
         }
-        meta_file.read_exact_at(&mut head, 0).map_err(Error::io("read", &meta_path))?;
-        let header = Header::read(&head).map_err(|e| Error::format(&meta_path, e))?;
-        header.validate(meta_len).map_err(|e| Error::format(&meta_path, e))?;
+        // The header is read through the map, not the descriptor: on Windows a live writer's
+        // lock on `meta.zr` is mandatory and refuses reads through other handles, but not
+        // through maps.
         let meta = MetaMap::new(&meta_file, meta_len, false).map_err(Error::io("mmap", &meta_path))?;
+        let header = meta.header();
+        header.validate(meta_len).map_err(|e| Error::format(&meta_path, e))?;
         let chunks = (0..=header.tail_chunk)
             .map(|id| Ok(Chunk::open_read(&chunk_path(&dir, id))?.map(Arc::new)))
             .collect::<Result<Vec<_>>>()?;
@@ -363,7 +364,7 @@ fn load_dict(dir: &Path) -> Result<Option<Dictionary>> {
         ));
     }
     let mut bytes = vec![0u8; len as usize];
-    file.read_exact_at(&mut bytes, 0).map_err(Error::io("read", &path))?;
+    io::read_exact_at(&file, &mut bytes, 0, &path)?;
     Ok(Some(Dictionary::new(bytes)))
 }
 

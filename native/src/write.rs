@@ -12,9 +12,11 @@
 //! * Every argument is validated before the first byte is written; on error the store is as it
 //!   was and stays usable. (One exception: an I/O error after a delete's journal is in place
 //!   leaves the delete applied, and the next mutating call makes it durable.)
-//! * Every call that changes a file goes through `crate::io`, the fault-injection seam.
-//! * One writer per store: the first mutating call of a handle takes an advisory exclusive lock
-//!   (`flock`) on `meta.zr` and keeps it for the life of the handle. Readers take no lock.
+//! * Every call that changes a file goes through `crate::io`, the I/O and fault-injection seam.
+//! * One writer per store: the first mutating call of a handle takes an exclusive lock on
+//!   `meta.zr` (`File::try_lock`: `flock` on unix, `LockFileEx` on Windows, where it is mandatory
+//!   for reads through other descriptors but not for maps) and keeps it for the life of the
+//!   handle. Readers take no lock and read `meta.zr` only through maps.
 //! * The first mutating call also restores the full sparse sizes of `meta.zr` and the chunk files
 //!   (stores copied without sparse support, or cut to their used length, read fine but must be
 //!   full-size before anything is written past their ends).
@@ -22,7 +24,6 @@
 use std::collections::BTreeSet;
 use std::fs::{self, File};
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::{Arc, MutexGuard};
 
@@ -103,7 +104,7 @@ fn open_meta_for_writing(dir: &Path) -> Result<(File, MetaMap, Header)> {
     }
     let len = meta_file.metadata().map_err(Error::io("stat", &meta_path))?.len();
     let mut head = [0u8; HEADER_SIZE as usize];
-    meta_file.read_exact_at(&mut head, 0).map_err(Error::io("read", &meta_path))?;
+    io::read_exact_at(&meta_file, &mut head, 0, &meta_path)?;
     let header = Header::read(&head).map_err(|e| Error::format(&meta_path, e))?;
     header.validate(len).map_err(|e| Error::format(&meta_path, e))?;
     if len < META_FULL_SIZE {
@@ -335,7 +336,7 @@ impl Store {
         places.par_iter().zip(&stored).try_for_each(|(&(id, offset), (_, bytes))| {
             let file = files.get(usize::from(id)).and_then(Option::as_ref);
             let file = file.ok_or_else(|| Error::corrupt(chunk_path(&self.dir, id), "chunk file missing"))?;
-            io::write_at(file, bytes, u64::from(offset), &chunk_path(&self.dir, id))
+            io::write_all_at(file, bytes, u64::from(offset), &chunk_path(&self.dir, id))
         })?;
         let meta = read_lock(&self.meta);
         for (k, (&(chunk_id, offset), (codec, bytes))) in places.iter().zip(&stored).enumerate() {
@@ -436,18 +437,21 @@ impl Store {
             }
         }
         read_lock(&self.meta).set_tail(plan.tail);
-        // Drop chunk files past the new frontier.
+        // Delete chunk files past the new frontier. They hold no live record now, so their maps
+        // and descriptors are dropped first: Windows does not remove a file its own process
+        // still maps. A removal that fails leaves a file no reader opens (it lies past the
+        // tail), which a later append reuses or a re-run removes.
         let mut chunks = write_lock(&self.chunks);
         let keep = usize::from(plan.tail.chunk) + 1;
-        for id in (keep..chunks.len().max(writer.chunk_files.len())).rev() {
-            let path = chunk_path(&self.dir, id as u16);
-            if io::remove(&path)? {
-                writer.dir_dirty = true;
-            }
-        }
+        let end = chunks.len().max(writer.chunk_files.len());
         chunks.truncate(keep);
         writer.chunk_files.truncate(keep);
         writer.dirty.retain(|&id| usize::from(id) < keep);
+        for id in (keep..end).rev() {
+            if io::remove(&chunk_path(&self.dir, id as u16))? {
+                writer.dir_dirty = true;
+            }
+        }
         Ok(())
     }
 
@@ -466,7 +470,7 @@ impl Store {
         let path = chunk_path(&self.dir, loc.chunk_id);
         let file = writer.chunk_files.get(usize::from(loc.chunk_id)).and_then(Option::as_ref);
         let file = file.ok_or_else(|| Error::corrupt(&path, "chunk file missing"))?;
-        io::write_at(file, bytes, u64::from(loc.offset), &path)?;
+        io::write_all_at(file, bytes, u64::from(loc.offset), &path)?;
         writer.dirty.insert(loc.chunk_id);
         Ok(())
     }

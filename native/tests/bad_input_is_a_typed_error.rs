@@ -4,10 +4,9 @@
 mod common;
 
 use std::fs;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use common::{copy_store, fixtures, read_all};
+use common::{copy_store, fixtures, read_all, read_at, write_at};
 use loaderx_native::{Codec, Error, Store};
 
 fn new_store(dir: &Path) -> Store {
@@ -88,8 +87,7 @@ fn a_full_table_refuses_the_append() {
     drop(store);
     // Pretend the store holds 2^24 - 1 records (entries past 3 read as zeros = invalid, which is
     // fine: only the count matters here).
-    let meta = fs::OpenOptions::new().write(true).open(tmp.path().join("meta.zr")).unwrap();
-    meta.write_all_at(&((1u32 << 24) - 1).to_le_bytes(), 12).unwrap();
+    write_at(&tmp.path().join("meta.zr"), 12, &((1u32 << 24) - 1).to_le_bytes());
     let store = Store::open(tmp.path()).unwrap();
     assert!(matches!(store.append(&[1u8; 10], &[0, 5], Codec::Raw), Err(Error::Full(_))));
     assert_eq!(store.len(), (1 << 24) - 1);
@@ -99,9 +97,8 @@ fn a_full_table_refuses_the_append() {
 fn unknown_codec_tag_and_entries_past_their_chunk_are_corrupt() {
     let tmp = tempfile::tempdir().unwrap();
     drop(new_store(tmp.path()));
-    let meta = fs::OpenOptions::new().write(true).open(tmp.path().join("meta.zr")).unwrap();
     // Entry 2 (the zstd one): tag 7.
-    meta.write_all_at(&[7], 16 + 16 * 2 + 14).unwrap();
+    write_at(&tmp.path().join("meta.zr"), 16 + 16 * 2 + 14, &[7]);
     // Entry 1: offset far past the end of 0.zr once that file is cut short.
     fs::OpenOptions::new().write(true).open(tmp.path().join("0.zr")).unwrap().set_len(120).unwrap();
     let store = Store::open(tmp.path()).unwrap();
@@ -238,17 +235,10 @@ fn verify_lists_exactly_the_bad_records() {
     let store = Store::open(&dir).unwrap();
     let loc = store.entries(&[5]).unwrap()[0];
     drop(store);
-    let chunk = fs::OpenOptions::new().read(true).write(true).open(dir.join("0.zr")).unwrap();
-    let mut b = [0u8; 1];
     let at = u64::from(loc.offset);
-    chunk.read_exact_at(&mut b, at).unwrap();
-    chunk.write_all_at(&[b[0] ^ 0xff], at).unwrap();
-    fs::OpenOptions::new()
-        .write(true)
-        .open(dir.join("meta.zr"))
-        .unwrap()
-        .write_all_at(&[7], 16 + 16 * 9 + 14)
-        .unwrap();
+    let [b] = read_at::<1>(&dir.join("0.zr"), at);
+    write_at(&dir.join("0.zr"), at, &[b ^ 0xff]);
+    write_at(&dir.join("meta.zr"), 16 + 16 * 9 + 14, &[7]);
     let mut seen = Vec::new();
     let report = Store::open(&dir).unwrap().verify(|done, total| seen.push((done, total)));
     let bad: Vec<u64> = report.bad.iter().map(|(i, _)| *i).collect();

@@ -153,7 +153,7 @@ fn kill_after(child: &mut Child, start: Instant, delay: Duration) -> bool {
         }
         std::thread::sleep(Duration::from_micros(300));
     }
-    child.kill().unwrap(); // SIGKILL
+    child.kill().unwrap(); // SIGKILL; TerminateProcess on Windows (and under wine)
     let status = child.wait().unwrap();
     !status.success()
 }

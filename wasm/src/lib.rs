@@ -24,6 +24,12 @@ pub use sampler::Sampler;
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
 pub use wasm_bindgen_rayon::init_thread_pool;
 
+/// The loaderx version this build was made from (the workspace version in Cargo.toml).
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn version() -> String {
+    env!("CARGO_PKG_VERSION").to_owned()
+}
+
 /// Whether this build decodes on a thread pool.
 #[wasm_bindgen::prelude::wasm_bindgen(js_name = isThreaded)]
 pub fn is_threaded() -> bool {

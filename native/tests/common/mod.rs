@@ -37,6 +37,24 @@ pub fn copy_store(src: &Path, dst: &Path) {
     }
 }
 
+/// Overwrites bytes of the file at `path`, starting at `offset` (portable: seek, then write).
+pub fn write_at(path: &Path, offset: u64, bytes: &[u8]) {
+    use std::io::{Seek, SeekFrom, Write};
+    let mut file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    file.seek(SeekFrom::Start(offset)).unwrap();
+    file.write_all(bytes).unwrap();
+}
+
+/// Reads `N` bytes of the file at `path`, starting at `offset`.
+pub fn read_at<const N: usize>(path: &Path, offset: u64) -> [u8; N] {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).unwrap();
+    file.seek(SeekFrom::Start(offset)).unwrap();
+    let mut out = [0u8; N];
+    file.read_exact(&mut out).unwrap();
+    out
+}
+
 /// Deterministic pseudo-random bytes for record `k` of a test (length 1..=max_len).
 pub fn record(seed: u64, k: u64, max_len: usize) -> Vec<u8> {
     let mut x = seed ^ k.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5851_f42d_4c95_7f2d;

@@ -15,7 +15,7 @@ from pathlib import Path
 import msgpack
 import numpy as np
 
-from . import _loaderx
+from . import _loaderx, __version__
 from .converter import from_numpy
 
 SCHEMA = "schema.msgpack"
@@ -172,6 +172,7 @@ def cmd_convert(a):
 
 def parser():
     p = argparse.ArgumentParser(prog="python -m loaderx", description="Inspect, check, repack and convert loaderx record stores")
+    p.add_argument("--version", action="version", version=f"loaderx {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     def add(name, fn, help, json_flag=True):

@@ -15,11 +15,18 @@ Drop-in compatible with ``loaderx.dataloader`` of loaderx 0.9.11, with these gua
 * Robust: an exception in a read or a transform is raised by ``next()`` at that step, with its
   original traceback. ``close()`` never hangs, no thread outlives ``close()`` or garbage
   collection, and a loader used in a forked child restarts its threads there.
+
+Workers are threads by default: a step costs no IPC and batches are the gathered arrays
+themselves. A transform that holds the GIL (a Python loop over samples) serializes on threads
+under a GIL build. ``workers="processes"`` runs each step (gather and transform) in one of
+``num_workers`` spawned processes instead and hands the result back through shared memory, with
+the guarantees above unchanged. See :mod:`loaderx._process_workers` for that design.
 """
 
 import hashlib
 import json
 import os
+import pickle
 import threading
 import time
 import weakref
@@ -121,21 +128,50 @@ class _Pipeline:
                 t.join(max(0.0, deadline - time.monotonic()))
 
 
+def _identity(batch):
+    return batch
+
+
+class _BatchSource:
+    """The gather half of a step: the sampler's indices, this shard's slice of them, one read
+    per stream. Pickles (streams by path), so worker processes gather for themselves."""
+
+    def __init__(self, streams, sampler, batch_size, shard_index, shard_count):
+        self.streams = streams
+        self.sampler = sampler
+        self.per_shard = batch_size // shard_count
+        self.shard_index = shard_index
+        self.sharded = shard_count > 1
+
+    def batch(self, step):
+        idxs = self.sampler.batch_at(step)
+        if self.sharded:
+            idxs = idxs[self.shard_index * self.per_shard : (self.shard_index + 1) * self.per_shard]
+        return {name: ds.__getitems__(idxs) for name, ds in self.streams.items()}
+
+
 class DataLoader:
     """Endless batches ``{name: values}`` gathered from named dense streams.
 
     Args:
         streams (dict[str, DenseDataset]): Named streams of equal length, all gathered at the
             same indices so record ``i`` lines up across them.
-        num_workers (int): Worker threads. Defaults to 4.
+        num_workers (int): Workers (threads, or processes with ``workers="processes"``).
+            Defaults to 4.
         batch_size (int): Global batch size. Defaults to 256.
         prefetch_size (int): Batches ready ahead of the consumer. Defaults to 4.
         mode (int): Sampler mode (``Sampler.Mode``). Defaults to 1 (IID).
         seed (int): Sampler seed. Defaults to 42.
         transform (callable): Maps a batch dict to what ``next()`` returns (the collate
-            step). Runs on the worker threads.
+            step). Runs on the workers.
         shard_index (int): This process's shard, ``0 <= shard_index < shard_count``.
         shard_count (int): Processes sharing each global batch; must divide ``batch_size``.
+        workers (str): ``"threads"`` (the default) or ``"processes"``: spawned worker
+            processes for a transform that holds the GIL. The transform and the streams must
+            then pickle: define the transform at module level. Its result comes back through
+            shared memory (arrays of 4 KiB and more without a copy in this process), and an
+            exception in a worker, or a worker's death, is raised by ``next()`` at its step.
+            POSIX only.
     """
 
     def __init__(
@@ -146,10 +182,11 @@ class DataLoader:
         prefetch_size=4,
         mode=1,
         seed=42,
-        transform=(lambda batch: batch),
+        transform=_identity,
         *,
         shard_index=0,
         shard_count=1,
+        workers="threads",
     ):
         self.streams = dict(streams)
         if not self.streams:
@@ -177,6 +214,14 @@ class DataLoader:
         self.shard_index = int(shard_index)
         self.shard_count = int(shard_count)
         self.transform = transform
+        if workers not in ("threads", "processes"):
+            raise ValueError(f"workers must be 'threads' or 'processes', got {workers!r}")
+        if workers == "processes" and os.name != "posix":
+            raise NotImplementedError("workers='processes' needs a POSIX system; use workers='threads'")
+        self.workers = workers
+        self._source = _BatchSource(self.streams, self.sampler, self.batch_size, self.shard_index, self.shard_count)
+        if workers == "processes":
+            self._process_spec()  # an unpicklable transform fails here, not in a worker
         config = {
             "length": self.length,
             "batch_size": self.batch_size,
@@ -189,20 +234,50 @@ class DataLoader:
         self._config = config
         self._fingerprint = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
         self._start = 0
+        # Guards _pipeline: its creation, seek and close. Replaced in a forked child (see
+        # _guard), where a parent thread may have held it at the moment of the fork.
+        self._lock = threading.RLock()
+        self._lock_pid = os.getpid()
         self._pipeline = None
         self._finalizer = None
         self._closed = False
 
     # The batch for a step: a pure function of the step.
     def _produce(self, step):
-        idxs = self.sampler.batch_at(step)
-        if self.shard_count > 1:
-            per = self.batch_size // self.shard_count
-            idxs = idxs[self.shard_index * per : (self.shard_index + 1) * per]
-        batch = {name: ds.__getitems__(idxs) for name, ds in self.streams.items()}
-        return self.transform(batch)
+        return self.transform(self._source.batch(step))
+
+    def _process_spec(self):
+        """What a worker process starts from: ``multiprocessing``'s preparation data (sys.path,
+        the main module) and the pickled ``(source, transform)``."""
+        from multiprocessing import spawn
+
+        for what, obj in ((f"transform {self.transform!r}", self.transform), ("streams", self._source)):
+            try:
+                pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as e:
+                raise TypeError(
+                    f"workers='processes' sends the transform and the streams to worker processes by "
+                    f"pickling, and the {what} cannot be pickled ({type(e).__name__}: {e}). Define the transform with "
+                    "def at module level (not a lambda, a nested function or a local class), or wrap "
+                    "one in functools.partial; streams must pickle too (DenseDataset does, by path). "
+                    "Or use workers='threads'."
+                ) from None
+        prep = spawn.get_preparation_data("loaderx-worker")
+        prep.pop("authkey", None)  # the worker needs no multiprocessing credentials
+        payload = pickle.dumps((self._source, self.transform), protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps((prep, payload), protocol=pickle.HIGHEST_PROTOCOL)
+
+    def _guard(self):
+        """The lock over ``_pipeline``, a fresh one on first use in a forked child."""
+        if self._lock_pid != os.getpid():
+            self._lock, self._lock_pid = threading.RLock(), os.getpid()
+        return self._lock
 
     def _running(self):
+        with self._guard():
+            return self._running_locked()
+
+    def _running_locked(self):
         if self._closed:
             raise ValueError("the DataLoader is closed")
         p = self._pipeline
@@ -211,9 +286,14 @@ class DataLoader:
             self._start, p = p.next_step, None
             self._pipeline = None
         if p is None:
-            produce = _weak_produce(self)
             window = self.prefetch_size + self.num_workers
-            p = self._pipeline = _Pipeline(produce, self._start, self.num_workers, window)
+            if self.workers == "processes":
+                from ._process_workers import ProcessPipeline
+
+                p = ProcessPipeline(self._process_spec(), self._start, self.num_workers, window)
+            else:
+                p = _Pipeline(_weak_produce(self), self._start, self.num_workers, window)
+            self._pipeline = p
             self._finalizer = weakref.finalize(self, p.stop)
         return p
 
@@ -228,8 +308,13 @@ class DataLoader:
         step = int(step)
         if step < 0:
             raise ValueError(f"step must be >= 0, got {step}")
-        self._stop_pipeline()
-        self._start = step
+        with self._guard():
+            p = self._pipeline
+            if p is not None and p.pid == os.getpid() and hasattr(p, "seek"):
+                p.seek(step)  # worker processes are kept: starting them costs far more than a seek
+                return
+            self._stop_pipeline()
+            self._start = step
 
     def state_dict(self):
         """Everything needed to resume exactly: the next step and the config's fingerprint."""
@@ -263,11 +348,12 @@ class DataLoader:
             self._finalizer = None
 
     def close(self):
-        """Stop the worker threads and drop prefetched batches. Idempotent; never hangs."""
+        """Stop the workers and drop prefetched batches. Idempotent; never hangs."""
         if getattr(self, "_closed", True):
             return
-        self._stop_pipeline()
-        self._closed = True
+        with self._guard():
+            self._stop_pipeline()
+            self._closed = True
 
     def __enter__(self):
         return self

@@ -4,7 +4,8 @@ Every store error is a :class:`ZrecordError` (the reference's exception, with it
 ``code``), and where Python users expect a builtin it is that builtin too: an index out of
 range is an :class:`IndexError`, a bad argument a :class:`ValueError`, a file problem an
 :class:`OSError`. So ``except ZrecordError`` keeps working for code written against
-loaderx 0.9.11, and ``except IndexError`` works as it does for any sequence.
+loaderx 0.9.11, and ``except IndexError`` works as it does for any sequence. A DataLoader
+worker process that dies or cannot start is a :class:`WorkerError`.
 
 The Rust extension maps its errors onto these classes by name (``py/src/error.rs``).
 """
@@ -61,6 +62,10 @@ class StoreLockedError(ZrecordError):
     """Another process is writing to the store (code -10)."""
 
 
+class WorkerError(RuntimeError):
+    """A DataLoader worker process died or could not start (``workers="processes"``)."""
+
+
 __all__ = [
     "ZrecordError",
     "StoreIOError",
@@ -73,4 +78,5 @@ __all__ = [
     "NotAStoreError",
     "DictionaryError",
     "StoreLockedError",
+    "WorkerError",
 ]

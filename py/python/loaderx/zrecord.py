@@ -4,11 +4,15 @@ Drop-in compatible with ``loaderx.zrecord`` of loaderx 0.9.11. Every call that t
 releases the GIL and runs in the Rust engine; ``gather`` decodes straight into the caller's
 array. Types are the caller's business: see :mod:`loaderx.dataset` for typed views.
 
-A handle is safe to use from many threads. After ``fork()`` the child reopens the store on its
-first call, and a pickled handle is reopened by path.
+A handle is safe to use from many threads, with or without the GIL: the Rust handle is
+thread-safe, and the one piece of Python state that changes after construction (the handle,
+replaced after ``fork()`` or dropped by ``close()``) changes under ``_HANDLE_LOCK``. After
+``fork()`` the child reopens the store on its first call, and a pickled handle is reopened by
+path.
 """
 
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +30,20 @@ SCHEMA = "schema.msgpack"
 FORMAT = "loaderx-zrecord"
 #: Largest record in bytes (records are 1 .. MAX_RECORD_LEN bytes).
 MAX_RECORD_LEN = _loaderx.MAX_RECORD_LEN
+
+#: Guards the swap of a Zrecord's handle (reopen after fork, close). One lock for all handles:
+#: the swap is rare and short. A fresh lock in each forked child, so a lock some parent thread
+#: held at the moment of the fork can never block the child.
+_HANDLE_LOCK = threading.Lock()
+
+
+def _new_lock_in_child():
+    global _HANDLE_LOCK
+    _HANDLE_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 def _codec_tag(codec):
@@ -126,9 +144,17 @@ class Zrecord:
         if store is None:
             raise ValueError("I/O operation on a closed Zrecord")
         if self._pid != os.getpid():
-            # Forked: take a handle of our own instead of sharing the parent's.
-            store = self._store = _loaderx.Store(os.fspath(self.path), True)
-            self._pid = os.getpid()
+            # Forked: take a handle of our own instead of sharing the parent's (once, even when
+            # several threads of the child get here together).
+            with _HANDLE_LOCK:
+                if self._pid != os.getpid():
+                    if self._store is None:
+                        raise ValueError("I/O operation on a closed Zrecord")
+                    self._store = _loaderx.Store(os.fspath(self.path), True)
+                    self._pid = os.getpid()
+                store = self._store
+            if store is None:
+                raise ValueError("I/O operation on a closed Zrecord")
         return store
 
     def __len__(self):
@@ -218,11 +244,11 @@ class Zrecord:
 
     def close(self):
         """Release the store. Idempotent."""
-        store = getattr(self, "_store", None)
-        if store is not None:
+        with _HANDLE_LOCK:
+            store = getattr(self, "_store", None)
             self._store = None
-            if getattr(self, "_pid", None) == os.getpid():
-                store.close()
+        if store is not None and getattr(self, "_pid", None) == os.getpid():
+            store.close()
 
     def __del__(self):
         self.close()

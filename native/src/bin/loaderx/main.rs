@@ -256,8 +256,9 @@ fn file_sizes(path: &Path) -> Result<Vec<(String, u64, u64)>, Fail> {
         let entry = entry.map_err(Fail::io(path))?;
         let meta = entry.metadata().map_err(Fail::io(path))?;
         if meta.is_file() {
-            use std::os::unix::fs::MetadataExt;
-            files.push((entry.file_name().to_string_lossy().into_owned(), meta.len(), meta.blocks() * 512));
+            let file = entry.path();
+            let disk = loaderx_native::disk_usage(&file).map_err(Fail::io(&file))?;
+            files.push((entry.file_name().to_string_lossy().into_owned(), meta.len(), disk));
         }
     }
     files.sort();
