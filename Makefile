@@ -18,7 +18,7 @@ demo: setup py-build js-build
 	@echo "browse it in the viewer: make viewer STORE=demo-data/images_64x64x3   (or: npx --prefix js loaderx-view demo-data/images_64x64x3)"
 
 ## Every test suite, after installing what they need.
-test: setup lint test-rust js-build py-build test-wheel test-npm test-js test-browser test-golden test-viewer fuzz-smoke fixtures-check
+test: setup lint test-rust js-build py-build test-wheel test-npm test-js test-browser test-golden test-viewer fuzz-smoke fixtures-check test-windows
 
 setup:
 	./scripts/setup.sh

@@ -166,7 +166,7 @@ def check_module(name, data, platform, free_threaded):
         f = pe_facts(data)
         bad = [d for d in f["needed"] if not WINDOWS_DLLS.match(d)]
         check(not bad, f"imports DLLs outside the system set: {bad}")
-        detail = "dlls=" + ",".join(sorted(d.lower() for d in f["needed"]))
+        detail = "dlls=" + ",".join(sorted({d.lower() for d in f["needed"]}))
     check(f["machine"] == machine, f"machine {f['machine']!r}, expected {machine!r} for {platform}")
     check("PyInit__loaderx" in f["exports"], "PyInit__loaderx is not exported")
     check(not any("libpython" in lib.lower() or "Python.framework" in lib for lib in f["needed"]),

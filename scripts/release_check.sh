@@ -29,7 +29,10 @@ echo "(qemu: $((SECONDS - s)) s)" | tee -a "$log"
 
 section "native tests for x86_64-pc-windows-gnu under wine"
 s=$SECONDS
-./scripts/test_windows.sh 2>&1 | grep -E '^(test result|     Running|windows:)' | tee -a "$log"
+./scripts/test_windows.sh 2>&1 | awk '
+  /^test-windows: cargo test/ { if (h) print h ": " p " passed, " f " failed"; h = $0; p = 0; f = 0 }
+  /^test result/ { p += $4; f += $6 }
+  /^test-windows: all passed/ { print h ": " p " passed, " f " failed"; print }' | tee -a "$log"
 echo "(wine: $((SECONDS - s)) s)" | tee -a "$log"
 
 echo "release check passed in $((SECONDS - t0)) s" | tee -a "$log"
