@@ -281,9 +281,11 @@ class Reference:
 
     def __init__(self, python, flag="--worker"):
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        # One OpenMP thread: the reference's multi-threaded zstd gather crashes with SIGSEGV now
-        # and then (docs/reference-defects.md), so its rows are single-threaded gathers.
-        env["OMP_NUM_THREADS"] = "1"
+        if flag == "--worker":
+            # One OpenMP thread for the reference: its multi-threaded zstd gather crashes with
+            # SIGSEGV now and then (docs/reference-defects.md), so its rows are one-thread
+            # gathers. torch's side keeps its own defaults.
+            env["OMP_NUM_THREADS"] = "1"
         self.proc = subprocess.Popen(
             [python, str(Path(__file__).resolve()), flag],
             stdin=subprocess.PIPE,
@@ -667,28 +669,23 @@ def main():
     args = parser.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="loaderx-bench-"))
     work.mkdir(parents=True, exist_ok=True)
+    # The other side of the comparison: torch for the transform section, else the reference.
     if args.section == "transform":
-        torch_side = Reference(args.torch_python, "--torch-worker") if args.torch_python else None
-        try:
-            machine_block()
-            section_transform(args, torch_side, work)
-        finally:
-            if torch_side:
-                torch_side.close()
-            if not args.workdir:
-                shutil.rmtree(work, ignore_errors=True)
-        return
-    ref = Reference(args.ref_python) if args.ref_python else None
+        ref = Reference(args.torch_python, "--torch-worker") if args.torch_python else None
+    else:
+        ref = Reference(args.ref_python) if args.ref_python else None
     try:
-        for name in ("sampler", "store", "loader"):
-            if args.section in (name, "all"):
+        for name in ("sampler", "store", "loader", "transform"):
+            if args.section == name or (args.section == "all" and name != "transform"):
                 machine_block()
                 if name == "sampler":
                     section_sampler(args, ref)
                 elif name == "store":
                     section_store(args, ref, work)
-                else:
+                elif name == "loader":
                     section_loader(args, ref, work)
+                else:
+                    section_transform(args, ref, work)
     finally:
         if ref:
             ref.close()
