@@ -68,7 +68,7 @@ if [ -z "${LOADERX_GOLDEN:-}" ] && [ -f artifacts/golden/manifest.json ]; then
 fi
 
 run() {
-  echo "test-windows: cargo test $*"
+  echo "test-windows: cargo test ${*:-(all targets)}"
   cargo test -q -j"$JOBS" --target "$TARGET" --target-dir "$OUT" -p loaderx-core -p loaderx-native "$@"
 }
 run

@@ -225,9 +225,6 @@ mod tests {
             Err(JournalPlanError::Plan(PlanError::IndexOutOfRange { index: 3, length: 3 }))
         ));
         assert_eq!(DeleteJournal::plan(3, &[], |_| None), Ok(None));
-        assert_eq!(
-            DeleteJournal::plan(3, &[0], |_| None),
-            Err(JournalPlanError::Unreadable { index: 2 })
-        );
+        assert_eq!(DeleteJournal::plan(3, &[0], |_| None), Err(JournalPlanError::Unreadable { index: 2 }));
     }
 }

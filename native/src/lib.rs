@@ -22,9 +22,9 @@
 
 mod error;
 mod fanout;
-mod io;
 #[doc(hidden)]
 pub mod fuzzing;
+mod io;
 mod map;
 mod store;
 mod write;

@@ -121,7 +121,10 @@ pub(crate) fn recover_interrupted_delete(dir: &Path) -> Result<()> {
         Ok(opened) => opened,
         Err(Error::Locked(_)) => return Ok(()),
         Err(Error::Io { source, .. })
-            if matches!(source.kind(), std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem) =>
+            if matches!(
+                source.kind(),
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+            ) =>
         {
             return Err(Error::corrupt(
                 dir.join(JOURNAL_FILE),

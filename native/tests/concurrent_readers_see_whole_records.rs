@@ -69,7 +69,8 @@ fn readers_and_one_writer() {
 /// would show here as an error or wrong bytes. `LOADERX_STRESS_APPENDS` scales it (`make soak`).
 #[test]
 fn the_newest_published_record_is_always_whole() {
-    let appends: u64 = std::env::var("LOADERX_STRESS_APPENDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3000);
+    let appends: u64 =
+        std::env::var("LOADERX_STRESS_APPENDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3000);
     let tmp = tempfile::tempdir().unwrap();
     let writer = Store::open_or_create(tmp.path()).unwrap();
     let done = AtomicBool::new(false);
@@ -93,7 +94,10 @@ fn the_newest_published_record_is_always_whole() {
                     let newest = n - 1;
                     let len = store.lengths(&[newest]).unwrap()[0] as usize;
                     store.gather(&[newest], &mut buf[..len], &[0]).unwrap();
-                    assert!(buf[..len] == record(SEED, newest, 4096)[..], "record {newest} read before it was whole");
+                    assert!(
+                        buf[..len] == record(SEED, newest, 4096)[..],
+                        "record {newest} read before it was whole"
+                    );
                     reads.fetch_add(1, Ordering::Relaxed);
                 }
             });

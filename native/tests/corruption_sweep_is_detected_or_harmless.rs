@@ -41,7 +41,11 @@ fn exercise(dir: &Path, good: &[Vec<u8>]) -> Outcome {
         return Outcome::Detected;
     }
     let same = lens.len() == good.len()
-        && offsets.iter().zip(&lens).zip(good).all(|((&o, &l), g)| &buf[o as usize..(o + u64::from(l)) as usize] == g);
+        && offsets
+            .iter()
+            .zip(&lens)
+            .zip(good)
+            .all(|((&o, &l), g)| &buf[o as usize..(o + u64::from(l)) as usize] == g);
     if same {
         Outcome::Identical
     } else {
@@ -147,7 +151,11 @@ fn every_corruption_is_detected_or_reads_as_data() {
         for field in ["meta.zr header magic/version flip", "meta.zr entry codec flip"] {
             assert_eq!(tally.get(field, Outcome::Different), 0, "{name}: a {field} read back as other data");
         }
-        assert_eq!(tally.get("meta.zr entry reserved flip", Outcome::Detected), 0, "{name}: reserved bytes are ignored");
+        assert_eq!(
+            tally.get("meta.zr entry reserved flip", Outcome::Detected),
+            0,
+            "{name}: reserved bytes are ignored"
+        );
         assert_eq!(exercise(&dir, &good), Outcome::Identical, "{name}: the good copy after the sweep");
         let count: u64 = tally.0.values().flat_map(|m| m.values()).sum();
         total += count;
@@ -157,7 +165,10 @@ fn every_corruption_is_detected_or_reads_as_data() {
     if let Some(out) = std::env::var_os("LOADERX_RELIABILITY_OUT") {
         std::fs::create_dir_all(&out).unwrap();
         let doc = serde_json::json!({ "inputs": total, "stores": all });
-        std::fs::write(Path::new(&out).join("native_corruption.json"), serde_json::to_vec_pretty(&doc).unwrap())
-            .unwrap();
+        std::fs::write(
+            Path::new(&out).join("native_corruption.json"),
+            serde_json::to_vec_pretty(&doc).unwrap(),
+        )
+        .unwrap();
     }
 }

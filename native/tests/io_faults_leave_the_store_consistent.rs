@@ -63,7 +63,8 @@ fn trimmed(dir: &Path) {
 }
 
 fn dict_samples() -> (Vec<u8>, Vec<usize>) {
-    let samples: Vec<Vec<u8>> = (0..300).map(|k| format!("sample {k} of a small corpus: {}", k % 13).into_bytes()).collect();
+    let samples: Vec<Vec<u8>> =
+        (0..300).map(|k| format!("sample {k} of a small corpus: {}", k % 13).into_bytes()).collect();
     let sizes = samples.iter().map(Vec::len).collect();
     (samples.concat(), sizes)
 }
@@ -75,7 +76,11 @@ const CASES: &[Case] = &[
         setup: base,
         op: |s| append(s, &records(100, 9), Codec::Zstd).and_then(|_| s.sync()),
     },
-    Case { name: "append to a trimmed store", setup: trimmed, op: |s| append(s, &records(100, 3), Codec::Raw).map(drop) },
+    Case {
+        name: "append to a trimmed store",
+        setup: trimmed,
+        op: |s| append(s, &records(100, 3), Codec::Raw).map(drop),
+    },
     Case { name: "delete", setup: base, op: |s| s.delete(&[1, 7, 8, 33, 35]) },
     Case { name: "compact", setup: fragmented, op: |s| s.compact().and_then(|()| s.sync()) },
     Case {
@@ -142,8 +147,11 @@ fn every_injected_fault_is_an_error_and_the_store_stays_consistent() {
 fn fault_plan(counts: &HashMap<IoOp, u64>) -> Vec<(IoOp, u64, Kind)> {
     let mut plan = Vec::new();
     for op in [IoOp::Write, IoOp::Sync, IoOp::Rename, IoOp::Resize, IoOp::Remove] {
-        let kinds: &[Kind] =
-            if op == IoOp::Write { &[Kind::NoSpace, Kind::Io, Kind::Short] } else { &[Kind::NoSpace, Kind::Io] };
+        let kinds: &[Kind] = if op == IoOp::Write {
+            &[Kind::NoSpace, Kind::Io, Kind::Short]
+        } else {
+            &[Kind::NoSpace, Kind::Io]
+        };
         for nth in 0..counts.get(&op).copied().unwrap_or(0) {
             plan.extend(kinds.iter().map(|&kind| (op, nth, kind)));
         }

@@ -67,7 +67,10 @@ fn variable_length_zstd_stores_gather_exactly_from_many_threads() {
                         for (k, &i) in idx.iter().enumerate() {
                             let at = offsets[k] as usize;
                             let rec = &want[i as usize];
-                            assert!(dst[at..at + rec.len()] == rec[..], "{name}: round {round}, thread {t}, record {i}");
+                            assert!(
+                                dst[at..at + rec.len()] == rec[..],
+                                "{name}: round {round}, thread {t}, record {i}"
+                            );
                         }
                     }
                 });

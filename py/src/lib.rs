@@ -228,9 +228,8 @@ impl Sampler {
 /// A zeroed buffer for one batch, or `MemoryError` when it cannot be allocated (never an abort).
 fn batch_buffer(len: usize) -> PyResult<Vec<u64>> {
     let mut out = Vec::new();
-    out.try_reserve_exact(len).map_err(|_| {
-        PyMemoryError::new_err(format!("a batch of {len} indices does not fit in memory"))
-    })?;
+    out.try_reserve_exact(len)
+        .map_err(|_| PyMemoryError::new_err(format!("a batch of {len} indices does not fit in memory")))?;
     out.resize(len, 0);
     Ok(out)
 }
