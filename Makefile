@@ -94,8 +94,15 @@ dist: setup js-build
 release-check: setup js-build
 	JOBS=$(JOBS) ./scripts/release_check.sh
 
-lint:
+## Every static check, each one a gate: rustfmt (the workspace and fuzz/), clippy with warnings as
+## errors, the `_loaderx.pyi` stubs against the built extension (mypy stubtest, so it needs
+## py-build), and tsc over the js package (its sources import js/pkg, so it needs js-build).
+lint: setup py-build js-build
+	$(CARGO) fmt --all --check
+	$(CARGO) fmt --check --manifest-path fuzz/Cargo.toml
 	$(CARGO) clippy --workspace --all-targets -j$(JOBS) -- -D warnings
+	$(PY) -m mypy.stubtest loaderx._loaderx
+	cd js && npm run typecheck
 
 ## Each cargo-fuzz target for FUZZ_SECONDS (nightly, libFuzzer), seeded from the fixtures.
 ## Crashers land in fuzz/artifacts/<target>/; commit them to fuzz/regressions/<target>/.
@@ -130,6 +137,8 @@ bench-transform: setup py-build
 	  { python3 -m venv $(CURDIR)/.venv-bench && $(CURDIR)/.venv-bench/bin/pip install -q torch numpy; }
 	$(PY) scripts/bench.py transform
 
-## tests/fixtures/v3 is a copy of ../shared/fixtures/v3; check they still agree where both exist.
+## tests/fixtures matches its committed manifest (tests/fixtures/MANIFEST.sha256): fails on any
+## missing, extra or changed file. `python3 scripts/fixtures_manifest.py write` regenerates it.
+FIXTURES_DIR ?= tests/fixtures
 fixtures-check:
-	@if [ -d ../shared/fixtures/v3 ]; then diff -r ../shared/fixtures/v3 tests/fixtures/v3 && echo "fixtures: identical to ../shared"; else echo "fixtures: ../shared not present, skipped"; fi
+	python3 scripts/fixtures_manifest.py check $(FIXTURES_DIR)

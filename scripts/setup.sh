@@ -65,4 +65,17 @@ if ! .venv/bin/python -c "import maturin, ziglang, elftools, macholib, pefile, n
   .venv/bin/pip install -q -U pip
   .venv/bin/pip install -q $PY_DEPS
 fi
+# mypy's stubtest checks py/python/loaderx/_loaderx.pyi against the built extension (`make lint`).
+# Pinned: a newer mypy may add checks, and the lint gate should change only when this line does.
+MYPY_VERSION=2.4.1
+if [ "$(.venv/bin/python -c 'import mypy.stubtest, mypy.version; print(mypy.version.__version__)' 2>/dev/null)" != "$MYPY_VERSION" ]; then
+  echo "setup: installing mypy $MYPY_VERSION into .venv"
+  .venv/bin/pip install -q "mypy==$MYPY_VERSION"
+fi
+# js/ dev dependencies added since the install above (typescript for `npm run typecheck` in
+# `make lint`, ...): npm ci again whenever the lockfile is newer than node_modules' own record.
+if [ ! -d js/node_modules/typescript ] || [ js/package-lock.json -nt js/node_modules/.package-lock.json ]; then
+  echo "setup: npm ci in js/ (package-lock.json changed)"
+  (cd js && npm ci --no-audit --no-fund --silent)
+fi
 echo "setup: ok"

@@ -49,6 +49,16 @@ pub enum CodecError {
     Training(String),
 }
 
+impl crate::error::Classify for CodecError {
+    fn kind(&self) -> crate::error::ErrorKind {
+        use crate::error::ErrorKind;
+        match self {
+            CodecError::Decode(_) | CodecError::LengthMismatch { .. } => ErrorKind::Corrupt,
+            _ => ErrorKind::Dictionary,
+        }
+    }
+}
+
 /// A store's zstd dictionary (`dict.zr`), loaded once and shared by every thread.
 pub struct Dictionary {
     bytes: Vec<u8>,
@@ -102,6 +112,33 @@ pub fn dict_id(bytes: &[u8]) -> Option<u32> {
         }
         _ => None,
     }
+}
+
+/// Most records a converter trains a dictionary on.
+pub const DICT_MAX_SAMPLES: usize = 8192;
+
+/// The converters' training set: up to [`DICT_MAX_SAMPLES`] evenly spaced records of `records`
+/// (NumPy's `unique(linspace(0, n - 1, k).astype(int64))`, so the dictionary is byte-identical
+/// to the reference's), concatenated, with their sizes.
+pub fn dict_training_set(records: &[&[u8]]) -> (Vec<u8>, Vec<usize>) {
+    let n = records.len();
+    let k = n.min(DICT_MAX_SAMPLES);
+    let mut picks: Vec<usize> = match k {
+        0 => Vec::new(),
+        1 => vec![0],
+        _ => {
+            let step = (n - 1) as f64 / (k - 1) as f64;
+            // NumPy computes k·step and sets the last point to the stop exactly.
+            (0..k).map(|i| if i == k - 1 { n - 1 } else { (i as f64 * step) as usize }).collect()
+        }
+    };
+    picks.dedup();
+    let sizes: Vec<usize> = picks.iter().map(|&i| records[i].len()).collect();
+    let mut samples = Vec::with_capacity(sizes.iter().sum());
+    for &i in &picks {
+        samples.extend_from_slice(records[i]);
+    }
+    (samples, sizes)
 }
 
 /// The converter's dictionary size rule: 1% of the sample bytes, clamped to 8 KiB..=1 MiB.
@@ -270,6 +307,20 @@ fn decode_err(e: std::io::Error) -> CodecError {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn training_set_picks_like_numpy_linspace() {
+        let recs: Vec<Vec<u8>> = (0..10u8).map(|i| vec![i; usize::from(i) + 1]).collect();
+        let refs: Vec<&[u8]> = recs.iter().map(Vec::as_slice).collect();
+        let (samples, sizes) = dict_training_set(&refs);
+        assert_eq!(sizes, (1..=10).collect::<Vec<_>>(), "fewer records than the cap: all of them");
+        assert_eq!(samples.len(), 55);
+        let many: Vec<&[u8]> = vec![b"ab".as_slice(); 20_000];
+        let (_, sizes) = dict_training_set(&many);
+        assert_eq!(sizes.len(), DICT_MAX_SAMPLES);
+        assert_eq!(dict_training_set(&[]).1, Vec::<usize>::new());
+        assert_eq!(dict_training_set(&[b"x".as_slice()]).1, vec![1]);
+    }
+
     use super::*;
 
     fn roundtrip(codec: Codec, dict: Option<&Dictionary>, record: &[u8]) -> (Codec, usize) {

@@ -17,6 +17,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use crate::error::{Classify, ErrorKind, Location, StoreFile};
+
 /// `"ZREC"`.
 pub const MAGIC: [u8; 4] = *b"ZREC";
 /// The only format version this crate reads and writes.
@@ -59,7 +61,32 @@ pub enum FormatError {
     /// A table entry points outside its chunk file: the file is missing, or shorter than the
     /// record needs.
     #[error("table entry {index} (meta.zr offset {meta_offset}) points outside {chunk}.zr: {reason}")]
-    OutsideChunk { index: u64, meta_offset: u64, chunk: u16, reason: String },
+    OutsideChunk { index: u64, meta_offset: u64, chunk: u16, start: u64, reason: String },
+}
+
+impl Classify for FormatError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            FormatError::NotAStore { .. } => ErrorKind::NotAStore,
+            _ => ErrorKind::Corrupt,
+        }
+    }
+
+    fn location(&self) -> Option<Location> {
+        Some(match self {
+            FormatError::NotAStore { .. } | FormatError::BadHeader(_) => Location::at(StoreFile::Meta, 0),
+            FormatError::MetaTooShort { actual, .. } => Location::at(StoreFile::Meta, *actual),
+            FormatError::BadEntry { meta_offset, .. } => Location::at(StoreFile::Meta, *meta_offset),
+            FormatError::OutsideChunk { chunk, start, .. } => Location::at(StoreFile::Chunk(*chunk), *start),
+        })
+    }
+
+    fn index(&self) -> Option<u64> {
+        match self {
+            FormatError::BadEntry { index, .. } | FormatError::OutsideChunk { index, .. } => Some(*index),
+            _ => None,
+        }
+    }
 }
 
 /// Compression tag of one record.
@@ -256,6 +283,7 @@ impl RecordLoc {
             index,
             meta_offset: entry_offset(index),
             chunk: self.chunk_id,
+            start: u64::from(self.offset),
             reason,
         };
         match chunk_len(self.chunk_id) {
@@ -364,7 +392,7 @@ mod tests {
 
     #[test]
     fn placement_matches_reference_experiments() {
-        // `left` = 2^32 - tail_offset, as in FORMAT.md §3.
+        // `left` = 2^32 - tail_offset; docs/format.md "Placement".
         let with_left = |left: u32| Tail { chunk: 0, offset: u32::MAX - left + 1 };
         let mut t = with_left(156);
         assert_eq!(t.place(155), Some((0, u32::MAX - 155)));

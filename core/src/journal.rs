@@ -25,6 +25,7 @@ use std::collections::BTreeMap;
 
 use sha2::{Digest, Sha256};
 
+use crate::error::{Classify, ErrorKind, Location, StoreFile};
 use crate::format::{RecordLoc, ENTRY_SIZE};
 use crate::plan::{delete_swaps, PlanError};
 
@@ -147,6 +148,34 @@ pub enum JournalPlanError {
     /// The table entry of a live record could not be read.
     #[error("table entry {index} cannot be read")]
     Unreadable { index: u64 },
+}
+
+impl Classify for JournalError {
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::Corrupt
+    }
+
+    fn location(&self) -> Option<Location> {
+        Some(Location::file(StoreFile::Journal))
+    }
+}
+
+impl Classify for JournalPlanError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            JournalPlanError::Plan(p) => p.kind(),
+            JournalPlanError::Unreadable { .. } => ErrorKind::Corrupt,
+        }
+    }
+
+    fn location(&self) -> Option<Location> {
+        match self {
+            JournalPlanError::Plan(p) => p.location(),
+            JournalPlanError::Unreadable { index } => {
+                Some(Location::at(StoreFile::Meta, crate::format::entry_offset(*index)))
+            }
+        }
+    }
 }
 
 fn checksum(bytes: &[u8]) -> [u8; SUM_LEN] {

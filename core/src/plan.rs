@@ -12,7 +12,10 @@
 //!   garbage or its own old bytes; records already in place are not moved. A move whose target
 //!   overlaps its source is flagged, so the executor can stage it and stay crash-safe.
 
-use crate::format::{RecordLoc, Tail, MAX_RECORDS};
+use std::ops::Range;
+
+use crate::error::{Classify, ErrorKind, Location, StoreFile};
+use crate::format::{entry_offset, RecordLoc, Tail, MAX_RECORDS, MAX_RECORD_LEN};
 
 /// Errors from planning.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -27,6 +30,73 @@ pub enum PlanError {
     /// Live records overlap on disk, so compaction would move one upwards.
     #[error("corrupt table: record {index} overlaps another record on disk")]
     Overlap { index: u64 },
+    /// A record offset lies past the end of the packed source.
+    #[error("buffer too small: record {position} starts at byte {offset} of a {len}-byte source")]
+    OffsetPastEnd { position: usize, offset: u64, len: u64 },
+    /// A record to append is empty or longer than [`MAX_RECORD_LEN`] (`len` is `u64::MAX` when
+    /// its offsets run backwards).
+    #[error("record {position} is {len} bytes; records must be 1..=1048576 bytes")]
+    RecordSize { position: usize, len: u64 },
+}
+
+impl Classify for PlanError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            PlanError::IndexOutOfRange { .. } => ErrorKind::Index,
+            PlanError::Full { .. } => ErrorKind::TooLarge,
+            PlanError::Overlap { .. } => ErrorKind::Corrupt,
+            PlanError::OffsetPastEnd { .. } => ErrorKind::Argument,
+            PlanError::RecordSize { .. } => ErrorKind::RecordSize,
+        }
+    }
+
+    fn location(&self) -> Option<Location> {
+        match self {
+            PlanError::Overlap { index } => Some(Location::at(StoreFile::Meta, entry_offset(*index))),
+            _ => None,
+        }
+    }
+
+    fn index(&self) -> Option<u64> {
+        match self {
+            PlanError::IndexOutOfRange { index, .. } | PlanError::Overlap { index } => Some(*index),
+            _ => None,
+        }
+    }
+}
+
+/// The one index check of every front end: each index must be below `length`. Front ends turn
+/// their own number types (negative Python ints, JavaScript doubles) into `u64` first.
+pub fn check_indices(length: u64, indices: &[u64]) -> Result<(), PlanError> {
+    match indices.iter().find(|&&i| i >= length) {
+        Some(&index) => Err(PlanError::IndexOutOfRange { index, length }),
+        None => Ok(()),
+    }
+}
+
+/// Byte ranges of the records packed in a source of `src_len` bytes: record `k` runs from
+/// `offsets[k]` to `offsets[k + 1]`, the last one to the end (bytes before `offsets[0]` are
+/// ignored, as the reference does). Every record must be 1..=[`MAX_RECORD_LEN`] bytes.
+pub fn record_ranges(src_len: usize, offsets: &[u64]) -> Result<Vec<Range<usize>>, PlanError> {
+    let len = src_len as u64;
+    if let Some((position, &offset)) = offsets.iter().enumerate().find(|(_, &o)| o > len) {
+        return Err(PlanError::OffsetPastEnd { position, offset, len });
+    }
+    let ends = offsets.iter().skip(1).copied().chain(std::iter::once(len));
+    offsets
+        .iter()
+        .zip(ends)
+        .enumerate()
+        .map(|(position, (&start, end))| {
+            let size = end.wrapping_sub(start);
+            if end <= start || size > MAX_RECORD_LEN {
+                let len = if end < start { u64::MAX } else { size };
+                return Err(PlanError::RecordSize { position, len });
+            }
+            // Both ends are at most `src_len`, so they fit in usize.
+            Ok(start as usize..end as usize)
+        })
+        .collect()
 }
 
 /// Places records of the given stored lengths after `tail`. Returns each record's
@@ -49,9 +119,7 @@ pub fn place_append(
 
 /// Checks `indices` against `length` and returns them deduplicated, in descending order.
 pub fn delete_order(length: u64, indices: &[u64]) -> Result<Vec<u64>, PlanError> {
-    if let Some(&index) = indices.iter().find(|&&i| i >= length) {
-        return Err(PlanError::IndexOutOfRange { index, length });
-    }
+    check_indices(length, indices)?;
     let mut order = indices.to_vec();
     order.sort_unstable_by(|a, b| b.cmp(a));
     order.dedup();
@@ -117,6 +185,35 @@ pub fn plan_compact(table: &[RecordLoc]) -> Result<CompactPlan, PlanError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn record_ranges_follow_the_reference_rules() {
+        assert_eq!(record_ranges(10, &[0, 4]).unwrap(), vec![0..4, 4..10]);
+        assert_eq!(
+            record_ranges(10, &[2, 4]).unwrap(),
+            vec![2..4, 4..10],
+            "bytes before offsets[0] are ignored"
+        );
+        assert!(record_ranges(10, &[]).unwrap().is_empty());
+        assert!(matches!(
+            record_ranges(10, &[0, 11]),
+            Err(PlanError::OffsetPastEnd { position: 1, offset: 11, len: 10 })
+        ));
+        assert_eq!(record_ranges(10, &[0, 0]), Err(PlanError::RecordSize { position: 0, len: 0 }));
+        assert_eq!(record_ranges(10, &[5, 2]), Err(PlanError::RecordSize { position: 0, len: u64::MAX }));
+        assert_eq!(record_ranges(10, &[10]), Err(PlanError::RecordSize { position: 0, len: 0 }));
+        let big = (MAX_RECORD_LEN + 1) as usize;
+        assert!(matches!(record_ranges(big, &[0]), Err(PlanError::RecordSize { .. })));
+        assert!(record_ranges(MAX_RECORD_LEN as usize, &[0]).is_ok());
+    }
+
+    #[test]
+    fn check_indices_names_the_first_bad_index() {
+        assert_eq!(check_indices(3, &[0, 2, 1]), Ok(()));
+        assert_eq!(check_indices(3, &[0, 5, 3]), Err(PlanError::IndexOutOfRange { index: 5, length: 3 }));
+        assert_eq!(check_indices(0, &[]), Ok(()));
+        assert_eq!(PlanError::IndexOutOfRange { index: 5, length: 3 }.kind(), ErrorKind::Index);
+    }
+
     use super::*;
     use crate::format::{Codec, CHUNK_SIZE};
     use proptest::prelude::*;

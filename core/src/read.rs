@@ -23,7 +23,9 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use crate::codec::{CodecError, Decoder};
+use crate::error::{Classify, ErrorKind, Location, StoreFile};
 use crate::format::{entry_offset, table_end, Codec, FormatError, RecordLoc, ENTRY_SIZE};
+use crate::schema::{Layout, Misfit};
 use crate::view::ElementView;
 
 /// Bytes of `meta.zr` per cached table page: 256 entries. Pages start at multiples of this
@@ -53,25 +55,48 @@ pub enum ReadError {
     /// A table read came back shorter than the table the header promises.
     #[error("meta.zr ends at byte {available}, inside the table (which needs {needed} bytes)")]
     ShortTable { available: u64, needed: u64 },
-    /// A dense record's length is not the schema's item size, or a ragged record is not a whole
-    /// number of elements.
-    #[error("record {index} is {len} bytes, which does not fit the schema ({why})")]
-    Shape { index: u64, len: u64, why: String },
+    /// A record does not fit the schema ([`Layout::check`]).
+    #[error(transparent)]
+    Shape(#[from] Misfit),
+    /// A table read was handed over at an offset that is not a multiple of [`TABLE_PAGE`].
+    #[error("table bytes must start at a multiple of {TABLE_PAGE}, not at {start}")]
+    Unaligned { start: u64 },
     /// The decoded batch would exceed the caller's memory cap.
     #[error("batch of {bytes} decoded bytes exceeds the {cap}-byte limit; ask for fewer records")]
     TooLarge { bytes: u64, cap: u64 },
 }
 
-impl ReadError {
-    /// The record this error is about, if it is about one.
-    pub fn index(&self) -> Option<u64> {
+impl Classify for ReadError {
+    fn kind(&self) -> ErrorKind {
         match self {
-            ReadError::Format(
-                FormatError::BadEntry { index, .. } | FormatError::OutsideChunk { index, .. },
-            )
-            | ReadError::Decode { index, .. }
-            | ReadError::Short { index, .. }
-            | ReadError::Shape { index, .. } => Some(*index),
+            ReadError::Format(e) => e.kind(),
+            ReadError::Index { .. } => ErrorKind::Index,
+            ReadError::TooLarge { .. } => ErrorKind::TooLarge,
+            ReadError::Unaligned { .. } => ErrorKind::Argument,
+            ReadError::Decode { .. }
+            | ReadError::Short { .. }
+            | ReadError::ShortTable { .. }
+            | ReadError::Shape(_) => ErrorKind::Corrupt,
+        }
+    }
+
+    fn location(&self) -> Option<Location> {
+        match self {
+            ReadError::Format(e) => e.location(),
+            ReadError::Short { chunk, available, .. } => {
+                Some(Location::at(StoreFile::Chunk(*chunk), *available))
+            }
+            ReadError::ShortTable { available, .. } => Some(Location::at(StoreFile::Meta, *available)),
+            ReadError::Shape(m) => m.location(),
+            _ => None,
+        }
+    }
+
+    fn index(&self) -> Option<u64> {
+        match self {
+            ReadError::Format(e) => e.index(),
+            ReadError::Decode { index, .. } | ReadError::Short { index, .. } => Some(*index),
+            ReadError::Shape(m) => Some(m.index),
             _ => None,
         }
     }
@@ -119,6 +144,9 @@ impl TableCache {
     /// Stores `bytes` read from `meta.zr` at `start` (a multiple of [`TABLE_PAGE`]). Every page
     /// the bytes cover must be complete; a read cut short by the end of the file is an error.
     pub fn insert(&mut self, start: u64, bytes: &[u8]) -> Result<(), ReadError> {
+        if start % TABLE_PAGE != 0 {
+            return Err(ReadError::Unaligned { start });
+        }
         let mut page = start / TABLE_PAGE;
         let mut rest = bytes;
         while !rest.is_empty() && page * TABLE_PAGE < self.end {
@@ -130,9 +158,7 @@ impl TableCache {
                     needed: self.end,
                 });
             };
-            if start % TABLE_PAGE == 0 {
-                self.pages.insert(page, chunk.into());
-            }
+            self.pages.insert(page, chunk.into());
             rest = &rest[len..];
             page += 1;
         }
@@ -158,21 +184,13 @@ impl TableCache {
     }
 }
 
-/// Checks indices (as JavaScript numbers) against the length.
-pub fn check_indices(indices: &[f64], length: u64) -> Result<Vec<u64>, ReadError> {
-    indices
-        .iter()
-        .map(|&x| {
-            let ok = x >= 0.0 && x.fract() == 0.0 && x < length as f64;
-            // Out-of-range values are reported clamped into u64 (NaN as u64::MAX).
-            let shown = if x.is_nan() { u64::MAX } else { x as u64 };
-            if ok {
-                Ok(x as u64)
-            } else {
-                Err(ReadError::Index { index: shown, length })
-            }
-        })
-        .collect()
+/// Checks indices against the length ([`crate::plan::check_indices`], the one index rule).
+pub fn check_indices(indices: &[u64], length: u64) -> Result<(), ReadError> {
+    crate::plan::check_indices(length, indices).map_err(|_| {
+        // The plan check failed, so some index is not below the length.
+        let index = indices.iter().copied().find(|&i| i >= length).unwrap_or(length);
+        ReadError::Index { index, length }
+    })
 }
 
 /// A run of chunk bytes to read.
@@ -217,10 +235,9 @@ pub struct GatherPlan {
 pub struct PlanRules<'a> {
     /// Size of each chunk file by id; `None` when the file does not exist.
     pub chunk_lens: &'a [Option<u64>],
-    /// The schema's item size for dense stores (every record must have it).
-    pub dense_item: Option<u64>,
-    /// The element view, if records are converted to typed elements.
-    pub view: Option<ElementView>,
+    /// For typed reads: the schema's layout every record must fit, and the element view the
+    /// records are converted with. `None` reads records as stored.
+    pub typed: Option<(Layout, ElementView)>,
     /// Merge neighbouring records whose gap is at most this many bytes.
     pub max_gap: u64,
     /// Largest total output in bytes.
@@ -230,15 +247,14 @@ pub struct PlanRules<'a> {
 impl PlanRules<'_> {
     fn check(&self, index: u64, loc: &RecordLoc) -> Result<Codec, ReadError> {
         let codec = loc.validate(index, |c| self.chunk_lens.get(usize::from(c)).copied().flatten())?;
-        let len = u64::from(loc.logic_length);
-        if let Some(item) = self.dense_item.filter(|&item| item != len) {
-            return Err(ReadError::Shape { index, len, why: format!("a dense item is {item} bytes") });
-        }
-        if let Some(view) = self.view.filter(|v| !v.fits(len as usize)) {
-            let why = format!("not a whole number of {}-byte elements", view.itemsize);
-            return Err(ReadError::Shape { index, len, why });
+        if let Some((layout, _)) = &self.typed {
+            layout.check(index, u64::from(loc.logic_length))?;
         }
         Ok(codec)
+    }
+
+    fn view(&self) -> Option<ElementView> {
+        self.typed.map(|(_, view)| view)
     }
 }
 
@@ -258,7 +274,7 @@ pub fn plan_gather(
         match rules.check(index, &loc) {
             Ok(codec) => {
                 let logic = u64::from(loc.logic_length);
-                total_out += rules.view.map_or(logic, |v| v.out_len(logic as usize) as u64);
+                total_out += rules.view().map_or(logic, |v| v.out_len(logic as usize) as u64);
                 good.push((index, loc, codec));
             }
             Err(e) if lenient => plan.bad.push((index, e)),
@@ -299,7 +315,7 @@ pub fn plan_gather(
                 stored: loc.stored_len() as u32,
                 logic,
                 codec,
-                out: rules.view.map_or(u64::from(logic), |v| v.out_len(logic as usize) as u64),
+                out: rules.view().map_or(u64::from(logic), |v| v.out_len(logic as usize) as u64),
             }
         })
         .collect();
@@ -364,7 +380,7 @@ mod tests {
     }
 
     fn rules(lens: &[Option<u64>]) -> PlanRules<'_> {
-        PlanRules { chunk_lens: lens, dense_item: None, view: None, max_gap: 0, max_out: u64::MAX }
+        PlanRules { chunk_lens: lens, typed: None, max_gap: 0, max_out: u64::MAX }
     }
 
     #[test]
@@ -379,6 +395,7 @@ mod tests {
         cache.insert(4096, &vec![7u8; 4096 + 1424]).unwrap();
         assert_eq!(cache.missing(0..600), vec![]);
         assert_eq!(cache.entry(599).unwrap().offset, 0x0707_0707);
+        assert_eq!(cache.insert(100, &[0u8; 16]), Err(ReadError::Unaligned { start: 100 }));
     }
 
     #[test]
@@ -424,9 +441,12 @@ mod tests {
     fn dense_length_and_output_cap_are_enforced() {
         let lens = [Some(1000)];
         let mut r = rules(&lens);
-        r.dense_item = Some(10);
-        assert!(matches!(plan_gather(&[(0, loc(0, 0, 12))], &r, false), Err(ReadError::Shape { .. })));
-        r.dense_item = None;
+        let view = ElementView::of(&"|u1".parse().unwrap());
+        r.typed = Some((Layout { kind: crate::schema::Kind::Dense, item_bytes: 10 }, view));
+        let err = plan_gather(&[(0, loc(0, 0, 12))], &r, false).unwrap_err();
+        assert!(matches!(&err, ReadError::Shape(m) if m.index == 0 && m.len == 12), "{err}");
+        assert_eq!((err.kind(), err.location().map(|l| l.offset)), (ErrorKind::Corrupt, Some(Some(16))));
+        r.typed = None;
         r.max_out = 11;
         assert!(matches!(plan_gather(&[(0, loc(0, 0, 12))], &r, false), Err(ReadError::TooLarge { .. })));
     }
@@ -441,10 +461,8 @@ mod tests {
     }
 
     #[test]
-    fn indices_must_be_whole_and_in_range() {
-        assert_eq!(check_indices(&[0.0, 4.0], 5).unwrap(), vec![0, 4]);
-        for bad in [5.0, -1.0, 1.5, f64::NAN, f64::INFINITY] {
-            assert!(check_indices(&[bad], 5).is_err(), "{bad}");
-        }
+    fn indices_must_be_in_range() {
+        assert_eq!(check_indices(&[0, 4], 5), Ok(()));
+        assert_eq!(check_indices(&[0, 7, 5], 5), Err(ReadError::Index { index: 7, length: 5 }));
     }
 }

@@ -70,6 +70,12 @@ pub enum SamplerError {
     },
 }
 
+impl crate::error::Classify for SamplerError {
+    fn kind(&self) -> crate::error::ErrorKind {
+        crate::error::ErrorKind::Argument
+    }
+}
+
 /// Weyl increment for the key-derivation and retry counters (2^64 / golden ratio, odd).
 const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Weyl increment and multiplier offset of the fast word generator (wyrand's odd constants).

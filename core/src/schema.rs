@@ -21,6 +21,8 @@ use thiserror::Error;
 
 pub use crate::dtype::{ByteOrder, DKind, DType, MAX_ITEMSIZE};
 
+/// The schema's file name in a store directory.
+pub const SCHEMA_FILE: &str = "schema.msgpack";
 /// The `format` value of every loaderx schema.
 pub const FORMAT: &str = "loaderx-zrecord";
 /// The `version` value written by [`Schema::new`] and [`Schema::merge_user`].
@@ -65,6 +67,24 @@ pub enum SchemaError {
     /// `prod(item_shape) · itemsize` does not fit in a u64.
     #[error("item_shape times itemsize overflows u64")]
     Overflow,
+    /// `prod(item_shape) · itemsize` is 0, so no record (at least 1 byte) can fit.
+    #[error("items of 0 bytes (item_shape has a 0): no record can fit")]
+    EmptyItem,
+}
+
+impl crate::error::Classify for SchemaError {
+    /// A store whose schema breaks the rules is damaged; a store of another kind than the
+    /// caller asked for ([`SchemaError::WrongKind`]) is the caller's mistake.
+    fn kind(&self) -> crate::error::ErrorKind {
+        match self {
+            SchemaError::WrongKind { .. } => crate::error::ErrorKind::Argument,
+            _ => crate::error::ErrorKind::Corrupt,
+        }
+    }
+
+    fn location(&self) -> Option<crate::error::Location> {
+        Some(crate::error::Location::file(crate::error::StoreFile::Schema))
+    }
 }
 
 /// Dense stores hold fixed-size items; ragged stores hold a variable number of rows per record.
@@ -219,7 +239,7 @@ impl Schema {
     }
 
     /// What a reader requires: `format` is `"loaderx-zrecord"`, `kind` parses (and equals
-    /// `expected_kind` if given), `dtype` and `item_shape` parse and their item size fits a u64.
+    /// `expected_kind` if given), `dtype` and `item_shape` parse and their item size fits a u64 and is at least 1 byte.
     pub fn validate(&self, expected_kind: Option<Kind>) -> Result<(), SchemaError> {
         let format = self.str_field("format")?;
         if format != FORMAT {
@@ -230,7 +250,10 @@ impl Schema {
             let found = kind.as_str().to_owned();
             return Err(SchemaError::WrongKind { expected: expected.as_str(), found });
         }
-        self.item_bytes().map(|_| ())
+        match self.item_bytes()? {
+            0 => Err(SchemaError::EmptyItem),
+            _ => Ok(()),
+        }
     }
 
     /// Whether both schemas describe the same records: equal kind, dtype string and item_shape.
@@ -238,6 +261,14 @@ impl Schema {
     pub fn compatible(&self, other: &Schema) -> bool {
         let key = |s: &Schema| Some((s.kind().ok()?, s.dtype_str().ok()?.to_owned(), s.item_shape().ok()?));
         matches!((key(self), key(other)), (Some(a), Some(b)) if a == b)
+    }
+
+    /// Overlays `other` on this schema: its keys replace values in place, new keys go last (a
+    /// Python `{**self, **other}`). How a converter appending to a store keeps its schema.
+    pub fn update(&mut self, other: Schema) {
+        for (key, value) in other.entries {
+            self.set(&key, value);
+        }
     }
 
     /// A converter's schema from a user-supplied one: the user's keys first and in their order,
@@ -252,6 +283,59 @@ impl Schema {
             }
         }
         merged
+    }
+}
+
+/// The one rule for whether a record fits its store's schema: a dense record is exactly one
+/// item of `item_bytes`; a ragged record is a whole number of such items (rows). An item of 0
+/// bytes fits nothing, since records are at least 1 byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    pub kind: Kind,
+    /// `prod(item_shape) · itemsize`.
+    pub item_bytes: u64,
+}
+
+/// A record that does not fit its schema ([`Layout::check`]).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("record {index} is {len} bytes, which does not fit the schema ({why})")]
+pub struct Misfit {
+    pub index: u64,
+    pub len: u64,
+    pub why: String,
+}
+
+impl crate::error::Classify for Misfit {
+    fn kind(&self) -> crate::error::ErrorKind {
+        crate::error::ErrorKind::Corrupt
+    }
+
+    /// The table entry, whose length disagrees with the schema.
+    fn location(&self) -> Option<crate::error::Location> {
+        let at = crate::format::entry_offset(self.index);
+        Some(crate::error::Location::at(crate::error::StoreFile::Meta, at))
+    }
+
+    fn index(&self) -> Option<u64> {
+        Some(self.index)
+    }
+}
+
+impl Layout {
+    /// The layout a schema describes.
+    pub fn of(schema: &Schema) -> Result<Layout, SchemaError> {
+        Ok(Layout { kind: schema.kind()?, item_bytes: schema.item_bytes()? })
+    }
+
+    /// Whether record `index` of `len` bytes fits.
+    pub fn check(&self, index: u64, len: u64) -> Result<(), Misfit> {
+        let item = self.item_bytes;
+        let why = match self.kind {
+            Kind::Dense if len != item => format!("a dense item is {item} bytes"),
+            Kind::Ragged if item == 0 || len % item != 0 => format!("not a whole number of {item}-byte rows"),
+            _ => return Ok(()),
+        };
+        Err(Misfit { index, len, why })
     }
 }
 
@@ -270,6 +354,36 @@ impl Serialize for Entries<'_> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn layout_is_the_one_fit_rule() {
+        let dense = Layout { kind: Kind::Dense, item_bytes: 12 };
+        assert_eq!(dense.check(0, 12), Ok(()));
+        assert_eq!(dense.check(4, 24).unwrap_err().index, 4);
+        let ragged = Layout { kind: Kind::Ragged, item_bytes: 12 };
+        assert_eq!(ragged.check(0, 36), Ok(()));
+        let misfit = ragged.check(7, 30).unwrap_err();
+        assert_eq!((misfit.index, misfit.len), (7, 30));
+        assert!(misfit.to_string().contains("12-byte rows"), "{misfit}");
+        assert!(Layout { kind: Kind::Ragged, item_bytes: 0 }.check(0, 1).is_err());
+        let schema = Schema::new(Kind::Ragged, "<f4", &[3], "zstd");
+        assert_eq!(Layout::of(&schema), Ok(ragged));
+    }
+
+    #[test]
+    fn update_keeps_the_existing_order_and_takes_new_values() {
+        let mut existing = Schema::new(Kind::Dense, "<f4", &[3], "zstd");
+        existing.set("note", Value::from("old"));
+        let user = Schema::from_msgpack(
+            &rmp_serde::to_vec(&BTreeMap::from([("note", "new"), ("zz", "x")])).unwrap(),
+        )
+        .unwrap();
+        existing.update(Schema::merge_user(user, Kind::Dense, "raw"));
+        let keys: Vec<&str> = existing.entries().iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["kind", "dtype", "item_shape", "format", "version", "codec", "note", "zz"]);
+        assert_eq!(existing.get("note").and_then(Value::as_str), Some("new"));
+        assert_eq!(existing.codec(), Ok("raw"), "the call's codec fills the user's schema, then wins");
+    }
+
     use super::*;
     use proptest::prelude::*;
 

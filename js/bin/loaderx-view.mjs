@@ -36,6 +36,8 @@ function storeDir(arg, what) {
 /**
  * Starts the viewer server. `store` and `store2` are directories or URLs; `mounts` adds more
  * directories (tests). Resolves to `{url, viewerUrl, close}`; `viewerUrl` opens the store(s).
+ * @param {{store?: string | null, store2?: string | null, port?: number, mounts?: Record<string, string>,
+ *   range?: boolean, isolate?: boolean, strictPort?: boolean}} [options]
  */
 export async function startViewer({ store = null, store2 = null, port = DEFAULT_PORT, mounts = {}, range = true, isolate = true, strictPort = false } = {}) {
   const dir1 = store ? storeDir(store, 'STORE') : null;
@@ -68,7 +70,9 @@ function openBrowser(url) {
   } catch { /* the URL is printed anyway */ }
 }
 
+/** @param {string[]} argv */
 function parseArgs(argv) {
+  /** @type {{store: string | null, store2: string | null, port: number, strictPort: boolean, open: boolean}} */
   const o = { store: null, store2: null, port: DEFAULT_PORT, strictPort: false, open: true };
   for (let k = 0; k < argv.length; k++) {
     const a = argv[k];
@@ -87,7 +91,7 @@ function parseArgs(argv) {
     else throw new Error(`unexpected argument ${a}`);
   }
   if (!o.store) throw new Error('a STORE is needed');
-  return o;
+  return { ...o, store: o.store };
 }
 
 async function main() {

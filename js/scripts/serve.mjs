@@ -34,7 +34,7 @@ export async function serve({ root, mounts = {}, port = 0, range = true, isolate
     if (req.method !== 'GET' && req.method !== 'HEAD') return done(405, 'method not allowed');
     let pathname;
     try {
-      pathname = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+      pathname = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
     } catch {
       return done(400, 'bad path');
     }
@@ -73,12 +73,12 @@ export async function serve({ root, mounts = {}, port = 0, range = true, isolate
     res.on('close', () => stream.destroy());
     stream.pipe(res);
   });
-  await new Promise((ok, fail) => { server.once('error', fail); server.listen(port, '127.0.0.1', ok); });
-  const url = `http://127.0.0.1:${server.address().port}/`;
+  await new Promise((ok, fail) => { server.once('error', fail); server.listen(port, '127.0.0.1', () => ok(undefined)); });
+  const url = `http://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (server.address()).port}/`;
   return {
     url,
     server,
-    close: () => new Promise((ok) => { server.closeAllConnections?.(); server.close(() => ok()); }),
+    close: () => new Promise((ok) => { server.closeAllConnections?.(); server.close(() => ok(undefined)); }),
   };
 }
 

@@ -1,21 +1,53 @@
-// Errors the JS side raises. wasm raises the data errors (LOADERX_CORRUPT, LOADERX_INDEX, ...)
-// with the same shape: an Error named "LoaderxError" with a stable `code`.
+// The one error type of the package. wasm raises the data errors (LOADERX_CORRUPT, LOADERX_INDEX,
+// ...) as plain Errors named "LoaderxError" with a `code`; `toLoaderxError` makes them instances
+// of LoaderxError where they cross into JS, so `e instanceof LoaderxError` holds for every error
+// the package gives (worker errors are rebuilt as LoaderxErrors too).
 
-/** Builds a LoaderxError. */
+/** Every rejection (and synchronous throw) of the package: a stable `code`, and `index` when
+ *  one record is at fault. */
+export class LoaderxError extends Error {
+  /**
+   * @param {string} code
+   * @param {string} message
+   * @param {{cause?: unknown, index?: number}} [options]
+   */
+  constructor(code, message, options = {}) {
+    super(message, 'cause' in options ? { cause: options.cause } : undefined);
+    this.code = code;
+    if (options.index != null) this.index = options.index;
+  }
+}
+Object.defineProperty(LoaderxError.prototype, 'name', { value: 'LoaderxError', writable: true, configurable: true });
+
+/** Builds a LoaderxError (`extra`: `cause`, `index`). */
 export function loaderxError(code, message, extra = {}) {
-  const err = new Error(message, extra.cause ? { cause: extra.cause } : undefined);
-  err.name = 'LoaderxError';
-  err.code = code;
-  for (const [k, v] of Object.entries(extra)) if (k !== 'cause') err[k] = v;
-  return err;
+  return new LoaderxError(code, message, extra);
 }
 
-/** Whether `e` is already a LoaderxError. */
+/** Whether `e` is a LoaderxError, or the shape wasm throws (an Error named LoaderxError with a
+ *  string `code`) that `toLoaderxError` turns into one. */
 export function isLoaderxError(e) {
   try {
-    return e instanceof Error && e.name === 'LoaderxError' && typeof e.code === 'string';
+    return e instanceof LoaderxError || (e instanceof Error && e.name === 'LoaderxError' && typeof /** @type {any} */ (e).code === 'string');
   } catch {
     return false; // a revoked Proxy, say
+  }
+}
+
+/** A wasm error as a LoaderxError (the same object, its prototype set; message, stack, code and
+ *  index kept). Anything else is returned as it is. */
+export function toLoaderxError(e) {
+  if (e instanceof LoaderxError || !isLoaderxError(e)) return e;
+  Object.setPrototypeOf(e, LoaderxError.prototype);
+  return e;
+}
+
+/** Runs a synchronous wasm call; its error comes out as a LoaderxError. */
+export function wasmCall(fn) {
+  try {
+    return fn();
+  } catch (e) {
+    throw toLoaderxError(e);
   }
 }
 
@@ -30,8 +62,8 @@ export function argumentError(e, what) {
 }
 
 function wrap(code, e, what) {
-  if (isLoaderxError(e)) return e;
-  return loaderxError(code, `${what}: ${messageOf(e)}`, { cause: e });
+  if (isLoaderxError(e)) return toLoaderxError(e);
+  return new LoaderxError(code, `${what}: ${messageOf(e)}`, { cause: e });
 }
 
 /** What a thrown value says: its message, the string thrown, or what it is. */

@@ -1,21 +1,22 @@
 // The low-level loader: a Store over any source, driving the wasm Reader. The entry points
-// (node.js, browser.js) only pick the wasm build and the default source.
+// (node.js, browser.js) only pick the wasm build, how a value becomes a source, and (browser)
+// whether the store is hosted in a worker.
 //
 // A source is `{ label, maxGap, size(name), read(name, start, end), close() }`: `size` resolves to
 // a file's size or null when it is missing, and `read` to the bytes of [start, end), fewer when
 // the file ends early, or null when it is missing. All planning, checking and decoding happens in
 // wasm; this file only moves bytes and shapes results, and checks what a source gives before
 // wasm sees it (sourceSize, sourceBytes, sourceCount).
-import { loaderxError, ioError, isLoaderxError, describe, labelOf } from './errors.js';
+import { loaderxError, ioError, argumentError, isLoaderxError, wasmCall, describe, labelOf } from './errors.js';
 import { asBytes } from './bytes.js';
+import { toIndexArray, verifyOptions, u64 } from './args.js';
+import { batches } from './batches.js';
 
 /** Left by a native writer killed mid-delete; the native engine finishes the delete on open. */
 const JOURNAL = 'delete.journal';
 
 /** Largest schema.msgpack and dict.zr read whole (both are small in practice). */
 const MAX_SIDE_FILE = 64 << 20;
-/** Records per verify step. */
-const VERIFY_BATCH = 1024;
 /** Decoded bytes per verify step, at most (a single record may exceed it). */
 const VERIFY_BYTES = 64 << 20;
 /** Records whose table entries stats() reads at a time (16 MiB of table). */
@@ -36,42 +37,6 @@ async function mapLimit(items, limit, fn) {
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return out;
-}
-
-/**
- * Indices as a Float64Array for wasm, each checked against `length` here: wasm takes them as
- * u64, where -1 would become 0 and NaN the largest u64, and the error would name that instead.
- */
-export function toIndexArray(indices, length) {
-  if (typeof indices === 'number' || typeof indices === 'bigint' || indices == null || typeof indices[Symbol.iterator] !== 'function') {
-    throw loaderxError('LOADERX_ARGUMENT', 'indices must be an array or typed array of integers');
-  }
-  return Float64Array.from(indices, (x) => toIndex(x, length));
-}
-
-/** One index (a number or bigint) in [0, length), or LOADERX_INDEX naming it as given. */
-function toIndex(x, length) {
-  const v = typeof x === 'bigint' ? Number(x) : typeof x === 'number' ? x : NaN;
-  if (Number.isInteger(v) && v >= 0 && v < length) return v;
-  const what = typeof x === 'bigint' || typeof x === 'number' ? String(x) : describe(x);
-  throw loaderxError('LOADERX_INDEX', Number.isInteger(v)
-    ? `index ${what} out of range for a store of ${length} records`
-    : `index ${what} is not an integer index into a store of ${length} records`);
-}
-
-/** `verify` options checked: `{onProgress, batchSize}` (null or undefined: the defaults). */
-export function verifyOptions(options) {
-  if (options != null && typeof options !== 'object') {
-    throw loaderxError('LOADERX_ARGUMENT', `verify options must be an object, got ${describe(options)}`);
-  }
-  const { onProgress = null, batchSize = VERIFY_BATCH } = options ?? {};
-  if (onProgress != null && typeof onProgress !== 'function') {
-    throw loaderxError('LOADERX_ARGUMENT', `verify onProgress must be a function, got ${describe(onProgress)}`);
-  }
-  if (!Number.isSafeInteger(batchSize) || batchSize < 1) {
-    throw loaderxError('LOADERX_ARGUMENT', `verify batchSize must be a positive integer, got ${describe(batchSize)}`);
-  }
-  return { onProgress, batchSize };
 }
 
 // What a source gives is checked here before wasm sees it: the wasm glue copies `bytes.length`
@@ -149,8 +114,18 @@ class RangeCache {
   }
 }
 
-/** Builds the public API over one wasm build (`wasm` is its module namespace). */
-export function makeApi(wasm) {
+/**
+ * Builds the public API over one wasm build (`wasm` is its module namespace).
+ * `toSource(value, options)` makes a source of what `Store.open` is given (it may throw);
+ * `elsewhere(source, options)`, when given, may open the store elsewhere (a worker) and return
+ * that promise, or return null to open it here.
+ */
+/**
+ * @param {any} wasm
+ * @param {(value: unknown) => any} [toSource]
+ * @param {((source: any, options: {worker?: unknown, threads?: unknown}) => Promise<any> | null) | null} [elsewhere]
+ */
+export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
   /** Reads a small file whole (schema.msgpack, dict.zr) once its size is known. */
   async function sideFile(source, name, size) {
     if (size == null) return undefined;
@@ -160,84 +135,105 @@ export function makeApi(wasm) {
     return bytes;
   }
 
+  /** Opens a store on this thread from a source. */
+  async function openHere(source) {
+    if (!isSource(source)) {
+      throw loaderxError('LOADERX_ARGUMENT', `cannot open a store from ${describe(source)}: a source needs size(name) and read(name, start, end)`);
+    }
+    try {
+      // Two rounds of concurrent requests (this matters over HTTP): the sizes and the header,
+      // then the schema, the dictionary and the chunk sizes.
+      const [metaSize, head, schemaSize, dictSize, journalSize] = await Promise.all([
+        sourceSize(source, 'meta.zr'), sourceBytes(source, 'meta.zr', 0, 16), sourceSize(source, 'schema.msgpack'), sourceSize(source, 'dict.zr'),
+        // Over HTTP the probe would cost a request (a 404 in the console) on every open.
+        source.probesJournal === false ? null : sourceSize(source, JOURNAL),
+      ]);
+      if (metaSize == null) throw loaderxError('LOADERX_NOT_FOUND', `no loaderx store at ${labelOf(source)}: meta.zr is missing`);
+      if (journalSize != null) {
+        throw loaderxError('LOADERX_CORRUPT', `${labelOf(source)}: a delete was interrupted (${JOURNAL} is present), so the table is half-changed; `
+          + 'open the store once with the native engine (Python, or `loaderx verify DIR`) to finish the delete');
+      }
+      const reader = new wasm.Reader(head ?? new Uint8Array(0), metaSize);
+      try {
+        const chunks = Array.from({ length: reader.tailChunk + 1 }, (_, c) => `${c}.zr`);
+        const [schema, dict, lens] = await Promise.all([
+          sideFile(source, 'schema.msgpack', schemaSize),
+          sideFile(source, 'dict.zr', dictSize),
+          mapLimit(chunks, READ_CONCURRENCY, (n) => sourceSize(source, n)),
+        ]);
+        if (schema) reader.setSchema(schema);
+        if (dict) reader.setDict(dict);
+        reader.setChunkLens(Float64Array.from(lens, (x) => (x == null ? -1 : x)));
+        const fileBytes = { 'meta.zr': metaSize, 'schema.msgpack': schemaSize ?? 0, 'dict.zr': dictSize ?? 0 };
+        chunks.forEach((n, k) => { fileBytes[n] = lens[k] ?? 0; });
+        return new Store(KEY, source, reader, { schema: reader.schema(), fileBytes });
+      } catch (e) {
+        reader.free();
+        throw e;
+      }
+    } catch (e) {
+      // The open error is the one to report: a close() that fails as well does not replace it.
+      try { await closeSource(source); } catch { /* already failing */ }
+      throw ioError(e, `opening ${labelOf(source)}`);
+    }
+  }
+
   class Store {
+    #source;
+    #reader;
+    #info;
+    #closed = false;
+    #cache;
+
     /** Use `Store.open`. */
-    constructor(source, reader, info) {
-      this.source = source;
-      this.reader = reader;
-      this.info = info;
-      this.closed = false;
-      this.cache = new RangeCache(source.cacheBytes ?? 0);
+    constructor(key, source, reader, info) {
+      if (key !== KEY) throw loaderxError('LOADERX_ARGUMENT', 'use Store.open to open a store');
+      this.#source = source;
+      this.#reader = reader;
+      this.#info = info;
+      this.#cache = new RangeCache(source.cacheBytes ?? 0);
     }
 
-    /** Opens a store from a source (see the entry points for paths, URLs, files and bytes). */
-    static async open(source) {
-      if (!isSource(source)) {
-        throw loaderxError('LOADERX_ARGUMENT', `cannot open a store from ${describe(source)}: a source needs size(name) and read(name, start, end)`);
-      }
+    /**
+     * Opens a store from what the entry point takes (a path, URL, files, `{name: bytes}` or a
+     * source). Always a promise: a value that makes no source rejects (LOADERX_ARGUMENT).
+     */
+    static async open(source, options) {
+      const opts = options != null && typeof options === 'object' ? options : {};
+      let src;
       try {
-        // Two rounds of concurrent requests (this matters over HTTP): the sizes and the header,
-        // then the schema, the dictionary and the chunk sizes.
-        const [metaSize, head, schemaSize, dictSize, journalSize] = await Promise.all([
-          sourceSize(source, 'meta.zr'), sourceBytes(source, 'meta.zr', 0, 16), sourceSize(source, 'schema.msgpack'), sourceSize(source, 'dict.zr'),
-          // Over HTTP the probe would cost a request (a 404 in the console) on every open.
-          source.probesJournal === false ? null : sourceSize(source, JOURNAL),
-        ]);
-        if (metaSize == null) throw loaderxError('LOADERX_NOT_FOUND', `no loaderx store at ${labelOf(source)}: meta.zr is missing`);
-        if (journalSize != null) {
-          throw loaderxError('LOADERX_CORRUPT', `${labelOf(source)}: a delete was interrupted (${JOURNAL} is present), so the table is half-changed; `
-            + 'open the store once with the native engine (Python, or `loaderx verify DIR`) to finish the delete');
-        }
-        const reader = new wasm.Reader(head ?? new Uint8Array(0), metaSize);
-        try {
-          const chunks = Array.from({ length: reader.tailChunk + 1 }, (_, c) => `${c}.zr`);
-          const [schema, dict, lens] = await Promise.all([
-            sideFile(source, 'schema.msgpack', schemaSize),
-            sideFile(source, 'dict.zr', dictSize),
-            mapLimit(chunks, READ_CONCURRENCY, (n) => sourceSize(source, n)),
-          ]);
-          if (schema) reader.setSchema(schema);
-          if (dict) reader.setDict(dict);
-          reader.setChunkLens(Float64Array.from(lens, (x) => (x == null ? -1 : x)));
-          const fileBytes = { 'meta.zr': metaSize, 'schema.msgpack': schemaSize ?? 0, 'dict.zr': dictSize ?? 0 };
-          chunks.forEach((n, k) => { fileBytes[n] = lens[k] ?? 0; });
-          return new this(source, reader, { schema: reader.schema(), fileBytes });
-        } catch (e) {
-          reader.free();
-          throw e;
-        }
+        src = toSource(source);
       } catch (e) {
-        // The open error is the one to report: a close() that fails as well does not replace it.
-        try { await closeSource(source); } catch { /* already failing */ }
-        throw ioError(e, `opening ${labelOf(source)}`);
+        throw argumentError(e, 'cannot open a store from this value');
       }
+      return (elsewhere && elsewhere(src, opts)) || openHere(src);
     }
 
     /** Live records. */
     get length() {
       this.#check();
-      return this.reader.length;
+      return this.#reader.length;
     }
 
     /** `{kind, dtype, itemShape, codec, arrayType, extraDim, itemBytes}`, or null without schema.msgpack. */
     get schema() {
-      return this.info.schema;
+      return this.#info.schema;
     }
 
     /** Header fields `{version, tailChunk, tailOffset, length}`. */
     get header() {
       this.#check();
-      return this.reader.header();
+      return wasmCall(() => this.#reader.header());
     }
 
     /** Whether the store has a zstd dictionary. */
     get hasDict() {
       this.#check();
-      return this.reader.hasDict;
+      return this.#reader.hasDict;
     }
 
     #check() {
-      if (this.closed) throw loaderxError('LOADERX_CLOSED', 'the store is closed');
+      if (this.#closed) throw loaderxError('LOADERX_CLOSED', 'the store is closed');
     }
 
     async #guard(what, fn) {
@@ -253,9 +249,9 @@ export function makeApi(wasm) {
       const pairs = [];
       for (let k = 0; k < ranges.length; k += 2) pairs.push([ranges[k], ranges[k + 1]]);
       await mapLimit(pairs, READ_CONCURRENCY, async ([start, end]) => {
-        const bytes = (await sourceBytes(this.source, 'meta.zr', start, end)) ?? new Uint8Array(0);
+        const bytes = (await sourceBytes(this.#source, 'meta.zr', start, end)) ?? new Uint8Array(0);
         this.#check();
-        this.reader.addTable(start, bytes);
+        this.#reader.addTable(start, bytes);
       });
     }
 
@@ -272,7 +268,7 @@ export function makeApi(wasm) {
 
     /** `#withTable` for the entries of `idx` (checking the indices). */
     #withEntries(idx, then) {
-      return this.#withTable(() => this.reader.tableRanges(idx), then);
+      return this.#withTable(() => this.#reader.tableRanges(idx), then);
     }
 
     /**
@@ -289,34 +285,34 @@ export function makeApi(wasm) {
         at += r[k + 2] - r[k + 1];
       }
       const data = new Uint8Array(at);
-      const source = this.source;
+      const source = this.#source;
       if (source.readIntoSync) {
         // In-memory bytes: no I/O to wait for, so no promise per range.
         const got = jobs.map(([chunk, start, end, offset]) => {
           const name = `${chunk}.zr`;
           return sourceCount(source, name, start, end, source.readIntoSync(name, start, end, data, offset));
         });
-        return this.reader.decode(plan, data, Float64Array.from(got));
+        return this.#reader.decode(plan, data, Float64Array.from(got));
       }
       const got = await mapLimit(jobs, READ_CONCURRENCY, async ([chunk, start, end, offset]) => {
         const name = `${chunk}.zr`;
         if (source.readInto) return sourceCount(source, name, start, end, await source.readInto(name, start, end, data, offset));
         const key = `${chunk}:${start}:${end}`;
-        let bytes = this.cache.get(key);
+        let bytes = this.#cache.get(key);
         if (!bytes) {
           bytes = (await sourceBytes(source, name, start, end)) ?? new Uint8Array(0);
-          if (bytes.byteLength === end - start) this.cache.put(key, bytes);
+          if (bytes.byteLength === end - start) this.#cache.put(key, bytes);
         }
         data.set(bytes, offset);
         return bytes.byteLength;
       });
       this.#check();
-      return this.reader.decode(plan, data, Float64Array.from(got));
+      return this.#reader.decode(plan, data, Float64Array.from(got));
     }
 
     async #gather(indices, typed) {
-      const idx = toIndexArray(indices, this.reader.length);
-      const plan = await this.#withEntries(idx, () => this.reader.plan(idx, this.source.maxGap, false, typed));
+      const idx = toIndexArray(indices, this.#reader.length);
+      const plan = await this.#withEntries(idx, () => this.#reader.plan(idx, (this.#source.maxGap ?? 0), false, typed));
       try {
         const out = await this.#run(plan);
         return { out, lens: plan.outLengths() };
@@ -328,8 +324,8 @@ export function makeApi(wasm) {
     /** Logical lengths in bytes (Float64Array). */
     async lengths(indices) {
       return this.#guard('reading lengths', async () => {
-        const idx = toIndexArray(indices, this.reader.length);
-        return this.#withEntries(idx, () => this.reader.lengths(idx));
+        const idx = toIndexArray(indices, this.#reader.length);
+        return this.#withEntries(idx, () => this.#reader.lengths(idx));
       });
     }
 
@@ -340,7 +336,7 @@ export function makeApi(wasm) {
     async gather(indices) {
       return this.#guard('gather', async () => {
         const { out, lens } = await this.#gather(indices, true);
-        const s = this.info.schema;
+        const s = this.#info.schema;
         if (!s) return split(out, lens, Uint8Array, (n) => [n]);
         const C = globalThis[s.arrayType];
         const tail = s.extraDim == null ? s.itemShape : [...s.itemShape, s.extraDim];
@@ -370,6 +366,11 @@ export function makeApi(wasm) {
       });
     }
 
+    /** Gathered batches in order, for `for await` (see batches.js). */
+    batches(options) {
+      return batches(this, options);
+    }
+
     /**
      * Decodes every record and checks lengths and bounds. Resolves to
      * `{ok, checked, length, bad: [{index, code, message}]}`; `onProgress(done, total)` is called
@@ -379,7 +380,8 @@ export function makeApi(wasm) {
     async verify(options) {
       const { onProgress, batchSize } = verifyOptions(options);
       return this.#guard('verify', async () => {
-        const total = this.reader.length;
+        const reader = this.#reader;
+        const total = reader.length;
         const bad = [];
         for (let start = 0, end = 0; start < total; start = end) {
           end = Math.min(total, start + batchSize);
@@ -389,14 +391,14 @@ export function makeApi(wasm) {
             plan = await this.#withEntries(idx, () => {
               // Keep the decoded batch well under the wasm output cap: big records (up to
               // 1 MiB each, twice that as float32 from float16) get fewer per batch.
-              const lens = this.reader.lengths(idx);
+              const lens = reader.lengths(idx);
               let n = 1;
               for (let sum = lens[0]; n < lens.length && sum + lens[n] <= VERIFY_BYTES; n++) sum += lens[n];
               if (n < idx.length) {
                 idx = idx.subarray(0, n);
                 end = start + n;
               }
-              return this.reader.plan(idx, this.source.maxGap, true, true);
+              return reader.plan(idx, (this.#source.maxGap ?? 0), true, true);
             });
           } catch (e) {
             if (!isLoaderxError(e) || e.code !== 'LOADERX_CORRUPT') throw e;
@@ -422,36 +424,38 @@ export function makeApi(wasm) {
 
     /**
      * Storage usage: `{records, liveBytes, logicalBytes, chunkBytes, reclaimable,
-     * compressionRatio, fileBytes, diskBytes, hasDict}`. Reads the live table.
+     * compressionRatio, fileBytes, apparentBytes, hasDict}`. Reads the live table.
+     * `apparentBytes` is the sum of the files' sizes (not the blocks allocated on disk).
      */
     async stats() {
       return this.#guard('stats', async () => {
+        const reader = this.#reader;
         // The table in spans of STATS_SPAN records, so a store of any length fits the cache.
         let live = 0;
         let logical = 0;
-        for (let start = 0; start < this.reader.length; start += STATS_SPAN) {
-          const end = Math.min(this.reader.length, start + STATS_SPAN);
-          const [l, g] = await this.#withTable(() => this.reader.tableRangesSpan(start, end), () => this.reader.entrySums(start, end));
+        for (let start = 0; start < reader.length; start += STATS_SPAN) {
+          const end = Math.min(reader.length, start + STATS_SPAN);
+          const [l, g] = await this.#withTable(() => reader.tableRangesSpan(start, end), () => reader.entrySums(start, end));
           live += l;
           logical += g;
         }
-        const s = this.reader.stats(live, logical);
-        const fileBytes = { ...this.info.fileBytes };
-        const diskBytes = Object.values(fileBytes).reduce((a, b) => a + b, 0);
-        return { ...s, compressionRatio: s.liveBytes ? s.logicalBytes / s.liveBytes : 1, fileBytes, diskBytes, hasDict: this.reader.hasDict };
+        const s = reader.stats(live, logical);
+        const fileBytes = { ...this.#info.fileBytes };
+        const apparentBytes = Object.values(fileBytes).reduce((a, b) => a + b, 0);
+        return { ...s, compressionRatio: s.liveBytes ? s.logicalBytes / s.liveBytes : 1, fileBytes, apparentBytes, hasDict: reader.hasDict };
       });
     }
 
     /** Releases the files and the wasm memory. Later calls reject with LOADERX_CLOSED. A source
      *  whose close() fails leaves the store closed all the same, and rejects (LOADERX_IO). */
     async close() {
-      if (this.closed) return;
-      this.closed = true;
-      this.reader.free();
+      if (this.#closed) return;
+      this.#closed = true;
+      this.#reader.free();
       try {
-        await closeSource(this.source);
+        await closeSource(this.#source);
       } catch (e) {
-        throw ioError(e, `closing ${labelOf(this.source)}`);
+        throw ioError(e, `closing ${labelOf(this.#source)}`);
       }
     }
   }
@@ -459,10 +463,11 @@ export function makeApi(wasm) {
   /** Endless batches of indices; the same arguments give the same batches in every front end. */
   class Sampler {
     static Mode = MODES;
+    #inner;
 
     /**
-     * @param {number} length index space 0..length-1
-     * @param {number} batchSize indices per batch
+     * @param {number|bigint} length index space 0..length-1
+     * @param {number|bigint} batchSize indices per batch
      * @param {number|string} mode 0/'SEQUENTIAL', 1/'IID', 2/'CYCLIC'
      * @param {number|bigint} [seed=42]
      */
@@ -471,28 +476,29 @@ export function makeApi(wasm) {
       if (!Number.isInteger(m) || m < 0 || m > 255) {
         throw loaderxError('LOADERX_ARGUMENT', `unknown sampler mode ${describe(mode)}: expected 0 (SEQUENTIAL), 1 (IID) or 2 (CYCLIC)`);
       }
-      this.inner = new wasm.Sampler(u64(length, 'length'), u64(batchSize, 'batchSize'), m, u64(seed, 'seed'));
+      const args = [u64(length, 'length'), u64(batchSize, 'batchSize'), m, u64(seed, 'seed')];
+      this.#inner = wasmCall(() => new wasm.Sampler(...args));
     }
 
     /** The wasm sampler, or LOADERX_CLOSED once freed. */
     #live() {
-      if (!this.inner) throw loaderxError('LOADERX_CLOSED', 'the sampler is freed');
-      return this.inner;
+      if (!this.#inner) throw loaderxError('LOADERX_CLOSED', 'the sampler is freed');
+      return this.#inner;
     }
 
     /** The batch at the current step (Float64Array); advances the step. */
     next() {
-      return this.#live().next();
+      return wasmCall(() => this.#live().next());
     }
 
     /** Batch `step` without moving the cursor. */
     batchAt(step) {
-      return this.#live().batchAt(u64(step, 'step'));
+      return wasmCall(() => this.#live().batchAt(u64(step, 'step')));
     }
 
     /** Makes the next `next()` return batch `step`. */
     seek(step) {
-      this.#live().seek(u64(step, 'step'));
+      wasmCall(() => this.#live().seek(u64(step, 'step')));
     }
 
     get step() {
@@ -505,20 +511,17 @@ export function makeApi(wasm) {
 
     /** Releases the wasm memory; later calls throw LOADERX_CLOSED (freeing again does nothing). */
     free() {
-      const inner = this.inner;
-      this.inner = null;
+      const inner = this.#inner;
+      this.#inner = null;
       inner?.free();
     }
   }
 
-  return { Store, Sampler };
+  return { Store, Sampler, version: wasm.version(), threaded: wasm.isThreaded() };
 }
 
-function u64(x, name) {
-  if (typeof x === 'bigint' && x >= 0n && x < 1n << 64n) return x;
-  if (typeof x === 'number' && Number.isSafeInteger(x) && x >= 0) return BigInt(x);
-  throw loaderxError('LOADERX_ARGUMENT', `${name} must be a non-negative integer (number or bigint), got ${describe(x)}`);
-}
+/** Only `Store.open` constructs stores. */
+const KEY = Symbol('loaderx store');
 
 function split(out, lens, C, shapeOf) {
   const res = new Array(lens.length);

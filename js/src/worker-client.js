@@ -4,12 +4,37 @@
 // when its last store closes. Results come back as transferred buffers. Arguments are checked
 // here as Store checks them (the same functions), so both give the same errors.
 import { loaderxError, ioError, argumentError, labelOf } from './errors.js';
-import { toIndexArray, verifyOptions } from './store.js';
+import { toIndexArray, verifyOptions } from './args.js';
+import { batches } from './batches.js';
 
+/** A worker's error fields as a LoaderxError of this realm. */
 function revive(err) {
-  const e = loaderxError(err.code || 'LOADERX_IO', err.message);
-  if (err.index != null) e.index = err.index;
-  return e;
+  return loaderxError(err.code || 'LOADERX_IO', err.message, err.index != null ? { index: err.index } : {});
+}
+
+/** Whether a source can be rebuilt in a worker: it has a descriptor() that gives one. */
+function movable(source) {
+  try {
+    return typeof source?.descriptor === 'function' && source.descriptor() != null;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Where the browser entry opens a store: in a worker when `worker` is true or `threads` is
+ * (by default: when the page is cross-origin isolated), else here (null). A source that cannot
+ * move to a worker (no `descriptor()`, or one that refuses, as an HttpSource with a custom fetch
+ * does) opens here when threads were only the isolated page's default, and is LOADERX_ARGUMENT
+ * when `worker` or `threads` was asked for.
+ * @param {unknown} source
+ * @param {{worker?: unknown, threads?: unknown}} options
+ */
+export function openInWorker(source, { worker, threads } = {}) {
+  const useThreads = Boolean(threads ?? globalThis.crossOriginIsolated);
+  if (!worker && !useThreads) return null;
+  if (!worker && threads == null && !movable(source)) return null;
+  return WorkerStore.open(source, { threads: useThreads });
 }
 
 function withShapes(value) {
@@ -83,10 +108,13 @@ class Host {
 const hosts = new Map();
 
 export class WorkerStore {
+  #host;
+  #meta;
+  #closed = false;
+
   constructor(host, meta) {
-    this.host = host;
-    this.meta = meta;
-    this.closed = false;
+    this.#host = host;
+    this.#meta = meta;
   }
 
   static async open(source, { threads = false } = {}) {
@@ -120,32 +148,38 @@ export class WorkerStore {
   /** Calls `op` in the worker with `args()` (built once the store is known to be open: a bad
    *  argument to a closed store is LOADERX_CLOSED, as with Store). */
   #call(op, args, onProgress) {
-    if (this.closed) return Promise.reject(loaderxError('LOADERX_CLOSED', 'the store is closed'));
+    if (this.#closed) return Promise.reject(loaderxError('LOADERX_CLOSED', 'the store is closed'));
     let payload;
     try {
-      payload = [this.meta.id, ...args()];
+      payload = [this.#meta.id, ...args()];
     } catch (e) {
       return Promise.reject(ioError(e, op));
     }
-    return this.host.call(op, payload, onProgress);
+    return this.#host.call(op, payload, onProgress);
   }
 
   #indices(indices) {
-    return toIndexArray(indices, this.meta.length);
+    return toIndexArray(indices, this.#meta.length);
   }
 
-  get length() { return this.meta.length; }
-  get schema() { return this.meta.schema; }
-  get header() { return this.meta.header; }
-  get hasDict() { return this.meta.hasDict; }
+  #check() {
+    if (this.#closed) throw loaderxError('LOADERX_CLOSED', 'the store is closed');
+  }
+
+  get length() { this.#check(); return this.#meta.length; }
+  get schema() { return this.#meta.schema; }
+  get header() { this.#check(); return this.#meta.header; }
+  get hasDict() { this.#check(); return this.#meta.hasDict; }
   /** Whether the worker decodes on a wasm thread pool. */
-  get threaded() { return this.meta.threaded; }
+  get threaded() { return this.#meta.threaded; }
 
   gather(indices) { return this.#call('gather', () => [this.#indices(indices)]); }
   get(i) { return this.#call('get', () => [this.#indices([i])[0]]); }
   gatherBytes(indices) { return this.#call('gatherBytes', () => [this.#indices(indices)]); }
   lengths(indices) { return this.#call('lengths', () => [this.#indices(indices)]); }
   stats() { return this.#call('stats', () => []); }
+  /** Gathered batches in order, for `for await` (see batches.js). */
+  batches(options) { return batches(this, options); }
   verify(options) {
     let opts;
     try {
@@ -157,9 +191,9 @@ export class WorkerStore {
   }
 
   async close() {
-    if (this.closed) return;
+    if (this.#closed) return;
     try { await this.#call('close', () => []); } catch { /* closing anyway */ }
-    this.closed = true;
-    this.host.release();
+    this.#closed = true;
+    this.#host.release();
   }
 }

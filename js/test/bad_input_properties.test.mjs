@@ -22,6 +22,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Store, Sampler, MemorySource } from '../src/node.js';
 import { copyStore, fixture, range, readStoreFiles, removeDir, storeDir, tempDir } from './helpers/common.mjs';
+import { SHORT_META } from './helpers/pending.mjs';
 
 const SEED = 42;
 const CODES = new Set([
@@ -362,9 +363,10 @@ function build(d) {
 }
 
 /**
- * What a call should do, from the README: a value that is not a list is LOADERX_ARGUMENT, an
+ * What a call should do, from the README: a value that is not a list (an iterable or array-like
+ * object) is LOADERX_ARGUMENT, an
  * element that is not an integer in [0, length) (numbers and bigints; anything else is not an
- * index) is LOADERX_INDEX (`bad`: the first such element, which the message names), a call over
+ * index) is LOADERX_INDEX (`bad`: the element the message names, see below), a call over
  * 512 MiB is LOADERX_TOO_LARGE, else `{ok: indices}`. `{codes: null}`: any documented code (an
  * iterator that throws).
  */
@@ -373,19 +375,35 @@ function model(t, method, arg) {
   if (method === 'get') {
     elems = [arg];
   } else {
-    if (typeof arg === 'number' || typeof arg === 'bigint' || arg == null || typeof arg[Symbol.iterator] !== 'function') {
+    // A list is an object: iterable, or array-like (a length that is an array's, then elements).
+    if (arg == null || typeof arg !== 'object') return { codes: ['LOADERX_ARGUMENT'] };
+    if (typeof arg[Symbol.iterator] === 'function') {
+      try {
+        elems = Array.from(arg);
+      } catch {
+        return { codes: null };
+      }
+    } else if (Number.isSafeInteger(arg.length) && arg.length >= 0 && arg.length < 2 ** 32) {
+      elems = [];
+      for (let k = 0; k < arg.length; k++) {
+        const x = arg[k];
+        elems.push(x);
+        if (typeof x !== 'number' && typeof x !== 'bigint') break; // the first bad element decides
+      }
+    } else {
       return { codes: ['LOADERX_ARGUMENT'] };
     }
-    try {
-      elems = Array.from(arg);
-    } catch {
-      return { codes: null };
-    }
   }
+  // Converting comes first (the JS edge): the first element that is not a number or a bigint a
+  // number holds exactly is named; then the range check (wasm) names the first index outside
+  // [0, length) or not an integer.
+  const unsafe = (x) => typeof x === 'bigint' && (x > BigInt(Number.MAX_SAFE_INTEGER) || x < -BigInt(Number.MAX_SAFE_INTEGER));
+  const first = elems.findIndex((x) => (typeof x !== 'number' && typeof x !== 'bigint') || unsafe(x));
+  if (first >= 0) return { codes: ['LOADERX_INDEX'], bad: elems[first] };
   const idx = new Array(elems.length);
   for (let k = 0; k < elems.length; k++) {
     const x = elems[k];
-    const v = typeof x === 'bigint' ? Number(x) : typeof x === 'number' ? x : NaN;
+    const v = Number(x);
     if (!(Number.isInteger(v) && v >= 0 && v < t.snap.length)) return { codes: ['LOADERX_INDEX'], bad: x };
     idx[k] = v;
   }
@@ -606,7 +624,9 @@ describe('Store.open', () => {
           // An object that is no source is {name: bytes}: a value in it that is not bytes is a
           // bad argument; an object without any (an empty one, a Date) is a store without meta.zr.
           const v = resolve(d);
-          expectRejects(res, holdsNonBytes(v) ? ['LOADERX_ARGUMENT'] : ['LOADERX_NOT_FOUND', 'LOADERX_NOT_A_STORE', 'LOADERX_IO'], what);
+          // A value that is neither a path nor an object (undefined, null, numbers, ...) is a bad argument.
+          const notAnObject = typeof v !== 'string' && (v === null || typeof v !== 'object');
+          expectRejects(res, holdsNonBytes(v) || notAnObject ? ['LOADERX_ARGUMENT'] : ['LOADERX_NOT_FOUND', 'LOADERX_NOT_A_STORE', 'LOADERX_IO'], what);
           if ('under' in d && !d.under.includes('\0')) assert.equal(res.error.code, 'LOADERX_NOT_FOUND', `${what}: a missing directory`);
         } else {
           // Only the store whose chunk is a directory opens; reading its records then fails.
@@ -791,7 +811,9 @@ describe('{name: bytes} stores of random bytes', () => {
         if ('error' in res || res.hang) {
           expectRejects(res, ['LOADERX_NOT_FOUND', 'LOADERX_NOT_A_STORE', 'LOADERX_CORRUPT'], what);
           seen.set(res.error.code, (seen.get(res.error.code) ?? 0) + 1);
-          if (!filesOf(d)['meta.zr']) assert.equal(res.error.code, 'LOADERX_NOT_FOUND');
+          const meta = filesOf(d)['meta.zr'];
+          if (!meta) assert.equal(res.error.code, 'LOADERX_NOT_FOUND');
+          else if (meta.length < 16) assert.ok(SHORT_META.codes.includes(res.error.code), `${what}: a ${meta.length}-byte meta.zr gave ${res.error.code}`);
         } else {
           const store = expectResolves(res, what);
           seen.set('opened', (seen.get('opened') ?? 0) + 1);

@@ -16,6 +16,29 @@ const PAGE_SIZES = [24, 48, 96, 192];
 const PAGE_BYTES = 96 << 20;
 const MAX_STREAMS = 4;
 
+/** @typedef {import('./open.js').Stream} Stream */
+/** @typedef {import('./open.js').Openable} Openable */
+/** @typedef {import('./grid.js').RenderInfo} RenderInfo */
+/**
+ * What the address bar holds (each null when absent).
+ * @typedef {object} Restore
+ * @property {string | null} store
+ * @property {string[]} streams  store2=, store3=, ...
+ * @property {number | null} page  0-based
+ * @property {number | null} seed
+ * @property {number | null} step
+ * @property {number | null} size
+ * @property {string | null} show
+ * @property {number | null} i  the open record
+ */
+
+/**
+ * @type {{
+ *   main: Stream | null, streams: Stream[], mode: 'pages' | 'sample', page: number, size: number,
+ *   seed: number, step: number, show: string, highlight: number | null, detail: number | null,
+ *   lastRender: {key: string, ms: number, fetchMs: number, renderMs: number, at: number} | null,
+ * }}
+ */
 const state = {
   main: null,
   streams: [],
@@ -30,21 +53,33 @@ const state = {
   lastRender: null,
 };
 let nextId = 1;
+/** @type {Sampler | null} */
 let sampler = null;
 let samplerKey = '';
 
 // ------------------------------------------------------------------ the error banner
 
 const banner = $('#banner');
-/** Shows a readable error in the banner; `context` says what was being done. */
+const bannerParts = {
+  title: $('.banner-title', HTMLElement, banner),
+  code: $('.banner-code', HTMLElement, banner),
+  message: $('.banner-message', HTMLElement, banner),
+  hint: $('.banner-hint', HTMLElement, banner),
+};
+/**
+ * Shows a readable error in the banner; `context` says what was being done.
+ * @param {any} e  anything thrown (see describeError)
+ * @param {string} [context]
+ * @param {string} [kind]  'page' for errors of the records on the page (cleared when a page reads)
+ */
 function showError(e, context = '', kind = '') {
   const d = describeError(e, context);
   banner.dataset.kind = kind;
-  banner.querySelector('.banner-title').textContent = d.title;
+  bannerParts.title.textContent = d.title;
   const when = d.context ? `while ${d.context[0].toLowerCase()}${d.context.slice(1)}` : '';
-  banner.querySelector('.banner-code').textContent = [when, d.code.startsWith('LOADERX_') ? d.code : ''].filter(Boolean).join(' · ');
-  banner.querySelector('.banner-message').textContent = d.message;
-  banner.querySelector('.banner-hint').textContent = d.hint;
+  bannerParts.code.textContent = [when, d.code.startsWith('LOADERX_') ? d.code : ''].filter(Boolean).join(' · ');
+  bannerParts.message.textContent = d.message;
+  bannerParts.hint.textContent = d.hint;
   banner.dataset.code = d.code;
   banner.hidden = false;
   if (!e?.code) console.warn(e);
@@ -54,10 +89,10 @@ function clearError() {
   delete banner.dataset.code;
   banner.dataset.kind = '';
 }
-banner.querySelector('.banner-close').onclick = clearError;
+$('.banner-close', HTMLElement, banner).onclick = clearError;
 
 const status = $('#status');
-const setStatus = (text, busy = false) => {
+const setStatus = (/** @type {string} */ text, busy = false) => {
   status.textContent = text;
   status.classList.toggle('busy', busy);
 };
@@ -72,7 +107,7 @@ const grid = new Grid($('#grid'), {
   onOpen: (i) => openDetail(i),
   onRendered: (info) => rendered(info),
 });
-const detail = new Detail($('#detail'), {
+const detail = new Detail($('#detail', HTMLDialogElement), {
   onClose: () => { state.detail = null; syncUrl(); },
   onMove: (i) => { state.detail = i; syncUrl(); },
 });
@@ -95,13 +130,19 @@ const streamsBar = new StreamsBar($('#streams'), {
   onError: showError,
 });
 
+/**
+ * @param {import('./open.js').Opened} entry
+ * @returns {Stream}
+ */
 function enrich(entry) {
   return Object.assign(entry, { id: nextId++, interp: new Interp(entry.store.schema) });
 }
 
-const allStreams = () => [state.main, ...state.streams];
+/** The main store, then the extra streams (none without a main store). */
+const allStreams = () => (state.main ? [state.main, ...state.streams] : []);
 
 function streamsChanged() {
+  if (!state.main) throw new Error('viewer: the streams changed without a main store');
   streamsBar.render(state.main, state.streams);
   grid.setStreams(allStreams());
   detail.setStreams(allStreams());
@@ -114,6 +155,8 @@ function streamsChanged() {
 /**
  * Opens the main store (replacing the open ones once it opened). `restore` carries the page,
  * sample, extra streams and open record from the address bar.
+ * @param {Openable} what
+ * @param {Partial<Restore>} [restore]
  */
 async function openMain(what, restore = {}) {
   setStatus('opening…', true);
@@ -126,8 +169,8 @@ async function openMain(what, restore = {}) {
     showError(e, `Opening ${label}`);
     return false;
   }
-  const old = allStreams().filter(Boolean);
-  if (detail.isOpen) $('#detail').close();
+  const old = allStreams();
+  if (detail.isOpen) $('#detail', HTMLDialogElement).close();
   state.main = enrich(entry);
   state.streams = [];
   for (const s of old) s.store.close();
@@ -141,10 +184,10 @@ async function openMain(what, restore = {}) {
   if (restore.seed != null) state.seed = restore.seed;
   if (restore.step != null) { state.mode = 'sample'; state.step = restore.step; }
   if (restore.page != null) state.page = restore.page;
-  $('#url-input').value = entry.url ?? '';
-  $('#size-select').value = String(state.size);
-  $('#show-select').value = state.show;
-  $('#seed-input').value = String(state.seed);
+  $('#url-input', HTMLInputElement).value = entry.url ?? '';
+  $('#size-select', HTMLSelectElement).value = String(state.size);
+  $('#show-select', HTMLSelectElement).value = state.show;
+  $('#seed-input', HTMLInputElement).value = String(state.seed);
   $('#welcome').hidden = true;
   $('#store-view').hidden = false;
   $('#store-name').textContent = entry.label;
@@ -180,7 +223,7 @@ function effectiveSize() {
 
 function getSampler() {
   const key = `${length()}:${effectiveSize()}:${state.seed}`;
-  if (key !== samplerKey) {
+  if (key !== samplerKey || !sampler) {
     sampler?.free();
     sampler = new Sampler(length(), effectiveSize(), 'CYCLIC', state.seed);
     samplerKey = key;
@@ -188,7 +231,11 @@ function getSampler() {
   return sampler;
 }
 
-/** The indices and cache key of a page (pages mode) or sampler step (sample mode). */
+/**
+ * The indices and cache key of a page (pages mode) or sampler step (sample mode).
+ * @param {'pages' | 'sample'} mode
+ * @param {number} n  the page or step
+ */
 function target(mode, n) {
   const size = effectiveSize();
   if (mode === 'sample') {
@@ -199,23 +246,30 @@ function target(mode, n) {
   return { key: `page:${n}:${size}`, indices: Array.from({ length: Math.max(0, end - start) }, (_, k) => start + k) };
 }
 
+/** The text of the sample button (its last child, after the icon). */
+const sampleLabel = (() => {
+  const label = $('#sample-btn').lastChild;
+  if (!label) throw new Error('viewer: #sample-btn has no label');
+  return label;
+})();
+
 function updateToolbar() {
   const n = length();
   const sample = state.mode === 'sample';
   const pages = Math.max(1, Math.ceil(n / effectiveSize()));
   $('#page-word').textContent = sample ? 'Step' : 'Page';
-  const input = $('#page-input');
+  const input = $('#page-input', HTMLInputElement);
   input.min = sample ? '0' : '1';
   input.max = sample ? '' : String(pages);
   input.value = String(sample ? state.step : state.page + 1);
   $('#page-total').textContent = sample ? `· seed ${state.seed}` : `of ${fmtInt(pages)}`;
-  $('#first').disabled = sample ? state.step === 0 : state.page === 0;
-  $('#prev').disabled = $('#first').disabled;
-  $('#next').disabled = !n || (!sample && state.page >= pages - 1);
-  $('#last').disabled = sample || $('#next').disabled;
-  $('#sample-btn').disabled = !n;
+  $('#first', HTMLButtonElement).disabled = sample ? state.step === 0 : state.page === 0;
+  $('#prev', HTMLButtonElement).disabled = $('#first', HTMLButtonElement).disabled;
+  $('#next', HTMLButtonElement).disabled = !n || (!sample && state.page >= pages - 1);
+  $('#last', HTMLButtonElement).disabled = sample || $('#next', HTMLButtonElement).disabled;
+  $('#sample-btn', HTMLButtonElement).disabled = !n;
   $('#pages-btn').hidden = !sample;
-  $('#sample-btn').lastChild.textContent = sample ? ' Next sample' : ' Random sample';
+  sampleLabel.textContent = sample ? ' Next sample' : ' Random sample';
   $('.records').classList.toggle('sampling', sample);
 }
 
@@ -263,7 +317,10 @@ async function refresh() {
   }
 }
 
-/** After the grid drew a page: normalization notes, timing, and errors of unreadable records. */
+/**
+ * After the grid drew a page: normalization notes, timing, and errors of unreadable records.
+ * @param {RenderInfo} info
+ */
 function rendered(info) {
   state.lastRender = { key: info.key, ms: info.ms, fetchMs: info.fetchMs, renderMs: info.renderMs, at: performance.now() };
   $('#grid-timing').textContent = `${Math.round(info.ms)} ms`;
@@ -283,6 +340,7 @@ function rendered(info) {
   }
 }
 
+/** @param {number} p */
 function goPage(p) {
   state.mode = 'pages';
   state.page = p;
@@ -290,6 +348,7 @@ function goPage(p) {
   refresh();
 }
 
+/** @param {number} delta  pages or steps */
 function move(delta) {
   if (!state.main) return;
   if (state.mode === 'sample') {
@@ -300,6 +359,7 @@ function move(delta) {
   }
 }
 
+/** @param {number} i  a record index (as typed: maybe not one) */
 function jump(i) {
   const n = length();
   if (!Number.isInteger(i) || i < 0 || i >= n) {
@@ -326,7 +386,7 @@ function sample() {
 }
 
 function parseSeed() {
-  const text = $('#seed-input').value.trim();
+  const text = $('#seed-input', HTMLInputElement).value.trim();
   const seed = Number(text);
   if (!/^\d+$/.test(text) || !Number.isSafeInteger(seed)) {
     showError(Object.assign(new Error(`the seed must be a whole number from 0 to ${Number.MAX_SAFE_INTEGER}, not "${text}"`), { code: 'VIEWER_INPUT' }), 'Sampling');
@@ -335,6 +395,7 @@ function parseSeed() {
   return seed;
 }
 
+/** @param {number} i */
 function openDetail(i) {
   if (!state.main || i < 0 || i >= length()) return;
   state.detail = i;
@@ -364,19 +425,28 @@ function syncUrl() {
   if (url !== `${location.pathname}${location.search}`) history.replaceState(null, '', url);
 }
 
+/** @returns {Restore} */
 function fromUrl() {
   const q = new URLSearchParams(location.search);
-  const int = (k) => (q.has(k) && /^\d+$/.test(q.get(k)) ? Number(q.get(k)) : null);
+  const int = (/** @type {string} */ k) => {
+    const v = q.get(k);
+    return v != null && /^\d+$/.test(v) ? Number(v) : null;
+  };
   const streams = [];
-  for (let k = 2; k <= MAX_STREAMS + 1; k++) if (q.get(`store${k}`)) streams.push(q.get(`store${k}`));
+  for (let k = 2; k <= MAX_STREAMS + 1; k++) {
+    const url = q.get(`store${k}`);
+    if (url) streams.push(url);
+  }
+  const page = int('page');
+  const show = q.get('show');
   return {
     store: q.get('store'),
     streams,
-    page: int('page') != null ? Math.max(0, int('page') - 1) : null,
+    page: page != null ? Math.max(0, page - 1) : null,
     seed: int('seed'),
     step: int('step') ?? (int('seed') != null ? 0 : null),
     size: int('size'),
-    show: ['auto', 'image', 'values'].includes(q.get('show')) ? q.get('show') : null,
+    show: show != null && ['auto', 'image', 'values'].includes(show) ? show : null,
     i: int('i'),
   };
 }
@@ -385,10 +455,10 @@ function fromUrl() {
 
 $('#url-form').addEventListener('submit', (ev) => {
   ev.preventDefault();
-  openMain($('#url-input').value);
+  openMain($('#url-input', HTMLInputElement).value);
 });
 const openFolder = async () => {
-  if (!canPickDirectory()) return $('#dir-input').click();
+  if (!canPickDirectory()) return dirInput.click();
   try {
     const handle = await pickDirectory();
     if (handle) openMain(handle);
@@ -398,18 +468,19 @@ const openFolder = async () => {
 };
 $('#open-dir').addEventListener('click', openFolder);
 $('#welcome-dir').addEventListener('click', openFolder);
-$('#dir-input').addEventListener('change', (ev) => {
-  const files = ev.target.files;
-  if (files.length) openMain(Array.from(files));
-  ev.target.value = '';
+const dirInput = $('#dir-input', HTMLInputElement);
+dirInput.addEventListener('change', () => {
+  const files = dirInput.files;
+  if (files?.length) openMain(Array.from(files)); // (never null for a file input)
+  dirInput.value = '';
 });
 
 $('#first').addEventListener('click', () => (state.mode === 'sample' ? (state.step = 0, refresh()) : goPage(0)));
 $('#prev').addEventListener('click', () => move(-1));
 $('#next').addEventListener('click', () => move(1));
 $('#last').addEventListener('click', () => goPage(pageCount() - 1));
-$('#page-input').addEventListener('change', (ev) => {
-  const v = Number(ev.target.value);
+$('#page-input', HTMLInputElement).addEventListener('change', (ev) => {
+  const v = Number(/** @type {HTMLInputElement} */ (ev.currentTarget).value);
   if (!Number.isInteger(v)) return updateToolbar();
   if (state.mode === 'sample') {
     state.step = Math.max(0, v);
@@ -418,7 +489,7 @@ $('#page-input').addEventListener('change', (ev) => {
 });
 $('#jump-form').addEventListener('submit', (ev) => {
   ev.preventDefault();
-  const text = $('#jump-input').value.trim();
+  const text = $('#jump-input', HTMLInputElement).value.trim();
   if (text) jump(Number(text));
 });
 $('#sample-btn').addEventListener('click', sample);
@@ -431,20 +502,21 @@ $('#seed-input').addEventListener('change', () => {
   state.step = 0;
   refresh();
 });
-$('#show-select').addEventListener('change', (ev) => {
-  state.show = ev.target.value;
+$('#show-select', HTMLSelectElement).addEventListener('change', (ev) => {
+  state.show = /** @type {HTMLSelectElement} */ (ev.currentTarget).value;
   refresh();
 });
-$('#size-select').addEventListener('change', (ev) => {
+$('#size-select', HTMLSelectElement).addEventListener('change', (ev) => {
   const first = state.page * effectiveSize();
-  state.size = Number(ev.target.value);
+  state.size = Number(/** @type {HTMLSelectElement} */ (ev.currentTarget).value);
   state.page = Math.floor(first / effectiveSize());
   refresh();
 });
 
 document.addEventListener('keydown', (ev) => {
   if (!state.main || detail.isOpen || ev.altKey || ev.ctrlKey || ev.metaKey) return;
-  if (ev.target.closest?.('input, select, textarea, [contenteditable]')) return;
+  if (ev.target instanceof Element && ev.target.closest('input, select, textarea, [contenteditable]')) return;
+  /** @type {Record<string, () => void>} */
   const keys = { ArrowLeft: () => move(-1), ArrowRight: () => move(1), Home: () => $('#first').click(), End: () => $('#last').click() };
   if (keys[ev.key]) {
     ev.preventDefault();
@@ -454,41 +526,43 @@ document.addEventListener('keydown', (ev) => {
 
 // Drag and drop: a folder dropped on the streams bar adds a stream, anywhere else opens it.
 const overlay = $('#drop-overlay');
+const overlayText = $('div', HTMLElement, overlay);
 let dragDepth = 0;
-const hasFiles = (ev) => Array.from(ev.dataTransfer?.types ?? []).includes('Files');
+const hasFiles = (/** @type {DragEvent} */ ev) => Array.from(ev.dataTransfer?.types ?? []).includes('Files');
 window.addEventListener('dragenter', (ev) => {
   if (!hasFiles(ev)) return;
   ev.preventDefault();
   dragDepth++;
   overlay.hidden = false;
-  overlay.firstElementChild.textContent = state.main && ev.target.closest?.('#streams') ? 'Drop a store folder to add it as a stream' : 'Drop the store folder to open it';
+  overlayText.textContent = state.main && ev.target instanceof Element && ev.target.closest('#streams') ? 'Drop a store folder to add it as a stream' : 'Drop the store folder to open it';
 });
 window.addEventListener('dragover', (ev) => {
   if (!hasFiles(ev)) return;
   ev.preventDefault();
-  ev.dataTransfer.dropEffect = 'copy';
+  if (ev.dataTransfer) ev.dataTransfer.dropEffect = 'copy'; // (set: hasFiles)
 });
 window.addEventListener('dragleave', () => {
   if (--dragDepth <= 0) { dragDepth = 0; overlay.hidden = true; }
 });
 window.addEventListener('drop', (ev) => {
-  if (!hasFiles(ev)) return;
+  const dataTransfer = ev.dataTransfer;
+  if (!dataTransfer || !hasFiles(ev)) return;
   ev.preventDefault();
   dragDepth = 0;
   overlay.hidden = true;
   const toStreams = state.main && document.elementsFromPoint(ev.clientX, ev.clientY).some((n) => n.id === 'streams');
   // The entries must be taken while the drop is handled; reading them is async.
-  sourceFromDrop(ev.dataTransfer).then(
+  sourceFromDrop(dataTransfer).then(
     (src) => (toStreams ? streamsBar.add(src) : openMain(src)),
     (e) => showError(e, 'Opening the dropped files'),
   );
 });
 
 // For tests and the console.
-window.__viewer = { state, grid, detail, refresh, openMain };
+Object.assign(window, { __viewer: { state, grid, detail, refresh, openMain } });
 
 const initial = fromUrl();
 if (initial.store) {
-  $('#url-input').value = initial.store;
+  $('#url-input', HTMLInputElement).value = initial.store;
   openMain(initial.store, initial);
 }

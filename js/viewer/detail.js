@@ -4,6 +4,14 @@
 import { el, fmtInt, fmtNum, fmtShape, fmtStat, perFrame } from './util.js';
 import { drawHistogram, drawImage, histogramOf, imageMapping, imageSpec, pixelIndex, rowIndex, rowLayout, statsOf } from './render.js';
 import { describeError } from './open.js';
+import { $ } from './util.js';
+
+/** @typedef {import('./render.js').Interp} Interp */
+/** @typedef {import('./render.js').Rec} Rec */
+/** @typedef {import('./render.js').ImageSpec} ImageSpec */
+/** @typedef {import('./render.js').Mapping} Mapping */
+/** @typedef {import('./render.js').NumberArray} NumberArray */
+/** @typedef {import('./open.js').Stream} Stream */
 
 const ROW_H = 22;
 const OVERSCAN = 8;
@@ -20,6 +28,10 @@ const MAX_STAGE = 16384;
  * allow (a 1 MiB uint8 record has a million rows) scroll a shorter spacer proportionally.
  */
 class ValueList {
+  /**
+   * @param {Interp} interp
+   * @param {Rec} rec
+   */
   constructor(interp, rec) {
     this.interp = interp;
     this.rec = rec;
@@ -65,7 +77,10 @@ class ValueList {
     this.spacer.replaceChildren(frag);
   }
 
-  /** Scrolls row `r` into the middle and marks it. */
+  /**
+   * Scrolls row `r` into the middle and marks it.
+   * @param {number} r
+   */
   reveal(r) {
     this.marked = r;
     const { view, real, virt } = this.#ranges();
@@ -77,6 +92,13 @@ class ValueList {
 
 /** A zoomable, pixelated view of an image record with a readout of the pixel under the cursor. */
 class ZoomView {
+  /**
+   * @param {Interp} interp
+   * @param {Rec} rec
+   * @param {ImageSpec} spec
+   * @param {Mapping} mapping
+   * @param {{onPick: (x: number, y: number) => void}} hooks  a click on pixel (x, y)
+   */
   constructor(interp, rec, spec, mapping, { onPick }) {
     this.interp = interp;
     this.rec = rec;
@@ -88,7 +110,7 @@ class ZoomView {
     this.wrap = el('div', { class: 'zoom-wrap checker' }, this.stage);
     this.level = el('span', { class: 'zoom-level' });
     this.readout = el('div', { class: 'pix-readout', dataset: { k: 'pixel' } }, 'move over the image to read pixel values; click a pixel to find it in the list');
-    const btn = (label, title, fn) => el('button', { class: 'btn small', type: 'button', title, onclick: fn }, label);
+    const btn = (/** @type {string} */ label, /** @type {string} */ title, /** @type {() => void} */ fn) => el('button', { class: 'btn small', type: 'button', title, onclick: fn }, label);
     const tools = el('div', { class: 'zoom-tools' },
       btn('−', 'Zoom out', () => this.setZoom(this.z / 2)),
       this.level,
@@ -117,6 +139,10 @@ class ZoomView {
     return z >= 1 ? Math.floor(z) : z;
   }
 
+  /**
+   * @param {number} z
+   * @param {{clientX: number, clientY: number} | null} [anchor]  the point that stays put (the cursor)
+   */
   setZoom(z, anchor = null) {
     const { w, h } = this.spec;
     const nz = Math.min(MAX_ZOOM, MAX_STAGE / Math.max(w, h), Math.max(z, 1 / 16));
@@ -143,6 +169,7 @@ class ZoomView {
     this.cursor.hidden = true;
   }
 
+  /** @param {MouseEvent} ev */
   #pixelAt(ev) {
     const r = this.stage.getBoundingClientRect();
     const x = Math.floor(((ev.clientX - r.left) / r.width) * this.spec.w);
@@ -151,6 +178,7 @@ class ZoomView {
     return { x, y };
   }
 
+  /** @param {MouseEvent} ev */
   #hover(ev) {
     const p = this.#pixelAt(ev);
     if (!p) return;
@@ -177,15 +205,19 @@ export class Detail {
   constructor(dialog, hooks) {
     this.dialog = dialog;
     this.hooks = hooks;
-    this.body = dialog.querySelector('.detail-body');
-    this.title = dialog.querySelector('.detail-index');
-    this.sub = dialog.querySelector('.detail-sub');
+    this.body = $('.detail-body', HTMLElement, dialog);
+    this.title = $('.detail-index', HTMLElement, dialog);
+    this.sub = $('.detail-sub', HTMLElement, dialog);
+    this.prev = $('.detail-prev', HTMLButtonElement, dialog);
+    this.next = $('.detail-next', HTMLButtonElement, dialog);
+    /** @type {Stream[]} */
     this.streams = [];
+    /** @type {number | null} */
     this.index = null;
     this.token = 0;
-    dialog.querySelector('.detail-prev').onclick = () => this.move(-1);
-    dialog.querySelector('.detail-next').onclick = () => this.move(1);
-    dialog.querySelector('.detail-close').onclick = () => dialog.close();
+    this.prev.onclick = () => this.move(-1);
+    this.next.onclick = () => this.move(1);
+    $('.detail-close', HTMLButtonElement, dialog).onclick = () => dialog.close();
     dialog.addEventListener('close', () => {
       this.index = null;
       this.token++;
@@ -195,12 +227,13 @@ export class Detail {
     // A click on the backdrop (outside the panel) closes.
     dialog.addEventListener('click', (ev) => { if (ev.target === dialog) dialog.close(); });
     dialog.addEventListener('keydown', (ev) => {
-      if (ev.target.closest('input, select, textarea')) return;
+      if (ev.target instanceof Element && ev.target.closest('input, select, textarea')) return;
       if (ev.key === 'ArrowLeft') { ev.preventDefault(); this.move(-1); }
       if (ev.key === 'ArrowRight') { ev.preventDefault(); this.move(1); }
     });
   }
 
+  /** @param {Stream[]} streams  the main store first */
   setStreams(streams) {
     this.streams = streams;
     if (this.dialog.open) this.dialog.close();
@@ -210,6 +243,7 @@ export class Detail {
     return this.dialog.open;
   }
 
+  /** @param {number} delta */
   move(delta) {
     if (this.index == null) return;
     const n = this.streams[0]?.store.length ?? 0;
@@ -220,7 +254,10 @@ export class Detail {
     }
   }
 
-  /** Shows record `index` of every stream. */
+  /**
+   * Shows record `index` of every stream.
+   * @param {number} index
+   */
   async open(index) {
     const token = ++this.token;
     this.index = index;
@@ -228,10 +265,11 @@ export class Detail {
     this.title.textContent = fmtInt(index);
     this.sub.textContent = `of ${fmtInt(n)}`;
     this.dialog.dataset.index = String(index);
-    this.dialog.querySelector('.detail-prev').disabled = index <= 0;
-    this.dialog.querySelector('.detail-next').disabled = index >= n - 1;
+    this.prev.disabled = index <= 0;
+    this.next.disabled = index >= n - 1;
     if (!this.dialog.open) this.dialog.showModal();
     this.dialog.setAttribute('aria-busy', 'true');
+    /** @type {{rec?: Rec, error?: any}[]} */
     const got = await Promise.all(this.streams.map((s) => s.store.get(index).then((rec) => ({ rec }), (error) => ({ error }))));
     if (token !== this.token) return;
     const sections = this.streams.map((s, k) => this.#section(s, got[k]));
@@ -241,7 +279,12 @@ export class Detail {
     this.dialog.dataset.loaded = String(index);
   }
 
-  #section(s, { rec, error }) {
+  /**
+   * @param {Stream} s
+   * @param {{rec?: Rec, error?: any}} got  the record, or why it could not be read
+   */
+  #section(s, got) {
+    const { error } = got;
     const interp = s.interp;
     const head = el('h3', {}, s.label);
     const root = el('section', { class: 'd-stream' }, head);
@@ -250,6 +293,7 @@ export class Detail {
       root.append(el('div', { class: 'd-error', role: 'alert' }, el('strong', {}, d.title), el('p', {}, d.message), d.hint ? el('p', { class: 'dim' }, d.hint) : null));
       return { root };
     }
+    const rec = /** @type {Rec} */ (got.rec);
     const shape = interp.shapeOf(rec);
     const count = interp.count(rec);
     head.append(el('span', { class: 'dim' }, ` ${fmtShape(shape)} · ${interp.dt.name} · ${fmtInt(count)} value${count === 1 ? '' : 's'}`));
@@ -271,10 +315,11 @@ export class Detail {
     let histCanvas = null;
     let hist = null;
     const tip = el('div', { class: 'hist-tip' });
-    if (st && st.count && count > 1) {
+    if (numbers && st && st.count && count > 1) {
       const integer = ['u', 'i', 'b', 'raw'].includes(interp.dt.kind);
       const u8 = (interp.dt.kind === 'u' && interp.dt.bytes === 1) || interp.dt.kind === 'raw';
       const range = u8 && spec ? { lo: 0, hi: 255 } : { lo: st.min, hi: st.max };
+      /** @type {import('./render.js').Series[]} */
       const series = spec && spec.c >= 3
         ? Array.from({ length: 3 }, (_, ch) => ({ ...channelSeries(numbers, spec, ch), color: CHANNEL_COLORS[ch], label: CHANNELS[ch] }))
         : [{ values: numbers }];
@@ -312,7 +357,12 @@ export class Detail {
   }
 }
 
-/** The values of channel `ch` of an image record, for its histogram. */
+/**
+ * The values of channel `ch` of an image record, for its histogram.
+ * @param {NumberArray} values
+ * @param {ImageSpec} spec
+ * @param {number} ch
+ */
 function channelSeries(values, spec, ch) {
   if (spec.layout === 'chw') {
     const n = spec.h * spec.w;

@@ -5,12 +5,40 @@
 import { el, fmtInt, fmtNum, fmtShape, product, yieldToBrowser } from './util.js';
 import { drawImage, drawSparkline, imageMapping, imageSpec, previewText, statsOf } from './render.js';
 
+/** @typedef {import('../src/browser.js').Store} Store */
+/** @typedef {import('./render.js').Rec} Rec */
+/** @typedef {import('./render.js').ImageSpec} ImageSpec */
+/** @typedef {import('./render.js').Mapping} Mapping */
+/** @typedef {import('./render.js').Stats} Stats */
+/** @typedef {import('./open.js').Stream} Stream */
+/**
+ * One stream's records of a page: null (and the error at the same position) where unreadable.
+ * @typedef {{records: (Rec | null)[], errors: any[]}} Gathered
+ */
+/**
+ * What the grid drew: the page, how long it took, the images' normalization notes and the
+ * records that could not be read.
+ * @typedef {object} RenderInfo
+ * @property {string} key
+ * @property {number[]} indices
+ * @property {number} ms  from the call to the tiles in the page
+ * @property {number} fetchMs  reading and decoding (in the worker, or ahead of time)
+ * @property {number} renderMs  drawing
+ * @property {{stream: string, note: string}[]} notes
+ * @property {{stream: number, index: number, error: any}[]} errors
+ */
+
 /** Pages kept (the current one and the ones fetched ahead). */
 const CACHE_PAGES = 4;
 /** Per-record reads at once when a page has to be read record by record. */
 const FALLBACK_CONCURRENCY = 8;
 
-/** Splits what gather returned into one array per record (each with its own `shape`). */
+/**
+ * Splits what gather returned into one array per record (each with its own `shape`).
+ * @param {Rec | Rec[]} batch
+ * @param {number} n  records in it
+ * @returns {Rec[]}
+ */
 export function splitBatch(batch, n) {
   if (Array.isArray(batch)) return batch;
   const tail = batch.shape.slice(1);
@@ -24,6 +52,9 @@ export function splitBatch(batch, n) {
  * Records `indices` of one stream: `{records, errors}` where a record that cannot be read is
  * null and its error is in `errors` (by position). A failing batch is retried record by record,
  * so one corrupt record does not hide its page.
+ * @param {Store} store
+ * @param {number[]} indices
+ * @returns {Promise<Gathered>}
  */
 export async function gatherSafe(store, indices) {
   try {
@@ -33,6 +64,7 @@ export async function gatherSafe(store, indices) {
       if (e.code === 'LOADERX_CLOSED') throw e;
       return { records: [null], errors: [e] };
     }
+    /** @type {(Rec | null)[]} */
     const records = new Array(indices.length).fill(null);
     const errors = new Array(indices.length).fill(null);
     let next = 0;
@@ -52,23 +84,32 @@ export async function gatherSafe(store, indices) {
   }
 }
 
+/**
+ * The tile (`.tile[data-index]`) an event happened in, or null.
+ * @param {Event} ev
+ * @returns {HTMLElement | null}
+ */
+const tileOf = (ev) => (ev.target instanceof Element ? ev.target.closest('.tile[data-index]') : null);
+
 export class Grid {
   /**
    * @param {HTMLElement} root the tile container
-   * @param {{onOpen: (index: number) => void, onRendered: (info: object) => void}} hooks
+   * @param {{onOpen: (index: number) => void, onRendered: (info: RenderInfo) => void}} hooks
    */
   constructor(root, hooks) {
     this.root = root;
     this.hooks = hooks;
+    /** @type {Stream[]} */
     this.streams = [];
+    /** @type {Map<string, Promise<{per: Gathered[], fetchMs: number}>>} */
     this.cache = new Map();
     this.token = 0;
     root.addEventListener('click', (ev) => {
-      const tile = ev.target.closest('.tile[data-index]');
+      const tile = tileOf(ev);
       if (tile) hooks.onOpen(Number(tile.dataset.index));
     });
     root.addEventListener('keydown', (ev) => {
-      const tile = ev.target.closest('.tile[data-index]');
+      const tile = tileOf(ev);
       if (tile && (ev.key === 'Enter' || ev.key === ' ')) {
         ev.preventDefault();
         hooks.onOpen(Number(tile.dataset.index));
@@ -76,12 +117,19 @@ export class Grid {
     });
   }
 
-  /** `streams[0]` is the main store; each is `{id, store, interp, label, short}`. */
+  /**
+   * `streams[0]` is the main store; each is `{id, store, interp, label, short}`.
+   * @param {Stream[]} streams
+   */
   setStreams(streams) {
     this.streams = streams;
     this.cache.clear();
   }
 
+  /**
+   * @param {string} key
+   * @param {number[]} indices
+   */
   #fetch(key, indices) {
     const full = `${this.streams.map((s) => s.id).join('+')}|${key}`;
     let p = this.cache.get(full);
@@ -94,11 +142,15 @@ export class Grid {
     p = Promise.all(this.streams.map((s) => gatherSafe(s.store, indices))).then((per) => ({ per, fetchMs: performance.now() - t0 }));
     p.catch(() => this.cache.delete(full));
     this.cache.set(full, p);
-    while (this.cache.size > CACHE_PAGES) this.cache.delete(this.cache.keys().next().value);
+    while (this.cache.size > CACHE_PAGES) this.cache.delete(/** @type {string} */ (this.cache.keys().next().value)); // the oldest
     return p;
   }
 
-  /** Starts reading a page the user is likely to ask for next. */
+  /**
+   * Starts reading a page the user is likely to ask for next.
+   * @param {string} key
+   * @param {number[]} indices
+   */
   prefetch(key, indices) {
     if (indices.length && this.streams.length) this.#fetch(key, indices).catch(() => {});
   }
@@ -106,6 +158,8 @@ export class Grid {
   /**
    * Shows records `indices` (`key` names the page for the cache). Resolves when the tiles are in
    * the page, or to null when a newer call took over.
+   * @param {{key: string, indices: number[], highlight?: number | null, show?: string}} page
+   * @returns {Promise<RenderInfo | null>}
    */
   async show({ key, indices, highlight = null, show = 'auto' }) {
     const token = ++this.token;
@@ -125,12 +179,12 @@ export class Grid {
     // What each stream looks like on this page: images (with one mapping for the page) or values.
     const looks = this.streams.map((s, k) => {
       const recs = per[k].records;
-      const specOf = (rec) => (rec && show !== 'values' ? imageSpec(s.interp.shapeOf(rec), s.interp, show === 'image') : null);
+      const specOf = (/** @type {Rec | null} */ rec) => (rec && show !== 'values' ? imageSpec(s.interp.shapeOf(rec), s.interp, show === 'image') : null);
       const specs = recs.map(specOf);
       const images = specs.filter(Boolean).length;
       let mapping = null;
       if (images) {
-        const vals = recs.filter((r, i) => r && specs[i]).map((r) => s.interp.numbers(r));
+        const vals = recs.filter((r, i) => r && specs[i]).map((r) => s.interp.numbers(/** @type {Rec} */ (r)));
         const needsRange = !(s.interp.dt.kind === 'u' && s.interp.dt.bytes === 1) && s.interp.dt.kind !== 'b';
         mapping = imageMapping(s.interp, needsRange ? statsOf(vals) : {}, 'this page');
       }
@@ -138,6 +192,7 @@ export class Grid {
     });
 
     const frag = document.createDocumentFragment();
+    /** @type {[HTMLCanvasElement, ArrayLike<number>, Stats][]} */
     const sparks = [];
     let slice = performance.now();
     for (let k = 0; k < indices.length; k++) {
@@ -171,14 +226,23 @@ export class Grid {
     this.root.dataset.key = key;
     this.root.removeAttribute('aria-busy');
     if (highlight != null) this.root.querySelector('.tile.hl')?.scrollIntoView({ block: 'nearest' });
-    const notes = looks.map((l, k) => (l.mapping?.note ? { stream: this.streams[k].label, note: l.mapping.note } : null)).filter(Boolean);
-    const errors = per.flatMap((p, si) => p.errors.map((e, k) => (e ? { stream: si, index: indices[k], error: e } : null)).filter(Boolean));
+    const notes = looks.map((l, k) => (l.mapping?.note ? { stream: this.streams[k].label, note: l.mapping.note } : null)).filter((x) => x !== null);
+    const errors = per.flatMap((p, si) => p.errors.map((e, k) => (e ? { stream: si, index: indices[k], error: e } : null)).filter((x) => x !== null));
     const info = { key, indices, ms: performance.now() - t0, fetchMs, renderMs: performance.now() - fetched, notes, errors };
     this.hooks.onRendered(info);
     return info;
   }
 
-  /** One stream's part of a tile. `compact` for the streams after the first. */
+  /**
+   * One stream's part of a tile. `compact` for the streams after the first.
+   * @param {Stream} s
+   * @param {Rec | null} rec
+   * @param {any} err  why the record could not be read (then `rec` is null)
+   * @param {ImageSpec | null} spec
+   * @param {Mapping | null} mapping  (set when the page has images)
+   * @param {boolean} compact
+   * @param {[HTMLCanvasElement, ArrayLike<number>, Stats][]} sparks  sparklines to draw once laid out
+   */
   #body(s, rec, err, spec, mapping, compact, sparks) {
     const box = el('div', { class: compact ? 'tile-stream' : 'tile-main' });
     if (compact) box.append(el('span', { class: 'stream-name', title: s.label }, s.short ?? s.label));
@@ -190,7 +254,7 @@ export class Grid {
     const interp = s.interp;
     if (spec) {
       const canvas = el('canvas', { class: 'tile-canvas', title: `${fmtShape(interp.shapeOf(rec))} ${interp.dt.name}` });
-      drawImage(canvas, interp.numbers(rec), spec, mapping);
+      drawImage(canvas, interp.numbers(rec), spec, /** @type {Mapping} */ (mapping));
       const big = spec.w > 160 || spec.h > 160;
       canvas.classList.toggle('smooth', big);
       box.append(el('div', { class: compact ? 'tile-img small' : 'tile-img checker' }, canvas));

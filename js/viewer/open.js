@@ -3,16 +3,39 @@
 // threaded build when the page is cross-origin isolated; readable messages for every failure.
 import { Store, filesFromDataTransfer, BlobSource } from '../src/browser.js';
 
+/**
+ * What the viewer opens: a URL, a directory handle, picked files, or the store of a drop.
+ * @typedef {string | FileSystemDirectoryHandle | FileList | File[] | BlobSource} Openable
+ */
+/**
+ * An open store: `label` for people, `short` its own name, `url` set for URL stores.
+ * @typedef {{store: Store, label: string, short: string, url: string | null}} Opened
+ */
+/**
+ * An open store as the views show it: with an id (for caches) and the reader of its values.
+ * @typedef {Opened & {id: number, interp: import('./render.js').Interp}} Stream
+ */
+/**
+ * The window with the File System Access API's directory picker (Chromium; not in lib.dom).
+ * @typedef {Window & {showDirectoryPicker?: (options?: {id?: string, mode?: 'read' | 'readwrite'}) => Promise<FileSystemDirectoryHandle>}} PickerWindow
+ */
+/** @typedef {{code: string, context: string, title: string, message: string, hint: string}} Described */
+
 /** Options for Store.open: always in the worker; threads when the page is isolated. */
 export const openOptions = () => ({ worker: true, threads: Boolean(globalThis.crossOriginIsolated) });
 
 /**
  * Opens a store. `what` is a URL string, a FileSystemDirectoryHandle, a FileList/File[] or a
  * BlobSource. Resolves to `{store, label, url}`; `url` is set for URL stores (for the address bar).
+ * @param {Openable} what
+ * @returns {Promise<Opened>}
  */
 export async function openStore(what) {
+  /** @type {string} */
   let label;
+  /** @type {string | null} */
   let url = null;
+  /** @type {Openable} */
   let source = what;
   if (typeof what === 'string') {
     const text = what.trim();
@@ -27,44 +50,61 @@ export async function openStore(what) {
     label = what.label;
   } else {
     // Files from an input: find the store among them here, so the label is the store folder.
-    source = BlobSource.fromFiles(what);
-    label = source.label;
+    const found = BlobSource.fromFiles(/** @type {FileList | File[]} */ (what));
+    source = found;
+    label = found.label;
   }
   const store = await Store.open(source, openOptions());
   return { store, label: prettyLabel(label), short: shortLabel(label), url };
 }
 
-const parts = (label) => String(label).replace(/[?#].*$/, '').replace(/\/+$/, '').split('/').filter(Boolean);
+const parts = (/** @type {string} */ label) => String(label).replace(/[?#].*$/, '').replace(/\/+$/, '').split('/').filter(Boolean);
 
-/** "/fixtures/u8img_zstd/store/" -> "u8img_zstd/store". */
+/**
+ * "/fixtures/u8img_zstd/store/" -> "u8img_zstd/store".
+ * @param {string} label
+ */
 function prettyLabel(label) {
   return parts(label).slice(-2).join('/') || String(label);
 }
 
-/** The store's own name: its directory, or the one above when that is called "store". */
+/**
+ * The store's own name: its directory, or the one above when that is called "store".
+ * @param {string} label
+ */
 function shortLabel(label) {
   const p = parts(label);
   const last = p[p.length - 1] ?? String(label);
   return /^(store|data|records)$/i.test(last) && p.length > 1 ? p[p.length - 2] : last;
 }
 
-/** Asks for a directory with the File System Access API; null when the user cancels. */
+/**
+ * Asks for a directory with the File System Access API; null when the user cancels.
+ * @returns {Promise<FileSystemDirectoryHandle | null>}
+ */
 export async function pickDirectory() {
+  const w = /** @type {PickerWindow} */ (window);
+  // Only called when canPickDirectory().
+  if (!w.showDirectoryPicker) throw new TypeError('this browser has no showDirectoryPicker');
   try {
-    return await window.showDirectoryPicker({ id: 'loaderx-store', mode: 'read' });
+    return await w.showDirectoryPicker({ id: 'loaderx-store', mode: 'read' });
   } catch (e) {
     if (e && e.name === 'AbortError') return null;
     throw e;
   }
 }
 
-export const canPickDirectory = () => typeof window.showDirectoryPicker === 'function';
+export const canPickDirectory = () => typeof /** @type {PickerWindow} */ (window).showDirectoryPicker === 'function';
 
-/** The store in a drop (must be called while the drop event is being handled). */
+/**
+ * The store in a drop (must be called while the drop event is being handled).
+ * @param {DataTransfer} dataTransfer
+ */
 export function sourceFromDrop(dataTransfer) {
   return filesFromDataTransfer(dataTransfer);
 }
 
+/** @type {Record<string, string>} */
 const TITLES = {
   LOADERX_NOT_FOUND: 'No store there',
   LOADERX_NOT_A_STORE: 'Not a loaderx store',
@@ -79,6 +119,7 @@ const TITLES = {
   VIEWER_INPUT: 'Nothing to open',
 };
 
+/** @type {Record<string, string>} */
 const HINTS = {
   LOADERX_NOT_FOUND: 'A store is a directory holding meta.zr (and 0.zr, schema.msgpack, ...). Check the URL or pick the store directory itself.',
   LOADERX_NOT_A_STORE: 'meta.zr does not start like a loaderx store. The directory may hold something else, or the file is damaged.',
@@ -89,7 +130,12 @@ const HINTS = {
   LOADERX_CLOSED: 'Open the store again.',
 };
 
-/** `{title, message, hint, code, context}` for any error the viewer meets (`context`: what was being done). */
+/**
+ * `{title, message, hint, code, context}` for any error the viewer meets (`context`: what was being done).
+ * @param {any} e  anything thrown: a LoaderxError, an Error with a viewer `code`, a DOMException, ...
+ * @param {string} [context]
+ * @returns {Described}
+ */
 export function describeError(e, context = '') {
   const code = (e && e.code) || (e && e.name === 'SecurityError' ? 'LOADERX_IO' : 'VIEWER_ERROR');
   let message = (e && e.message) || String(e);

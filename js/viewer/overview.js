@@ -1,12 +1,22 @@
 // The overview of the open store: schema, record count, sizes, compression, reclaimable bytes,
 // dictionary, where decoding runs, a full verify on request, and for ragged (or schemaless)
 // stores the length of every record as a histogram.
-import { el, fmtBytes, fmtInt, fmtShape, fmtNum, fmtStat, yieldToBrowser } from './util.js';
+import { $, el, fmtBytes, fmtInt, fmtShape, fmtNum, fmtStat, yieldToBrowser } from './util.js';
 import { drawHistogram, histogramOf } from './render.js';
+
+/** @typedef {import('../src/browser.js').Schema} Schema */
+/** @typedef {import('../src/browser.js').Store} Store */
+/** @typedef {import('./open.js').Stream} Stream */
 
 /** Records per lengths() call when the lengths of the whole store are read. */
 const LENGTHS_CHUNK = 65536;
 
+/**
+ * A card of the overview; `k` and `v` go to the value's data-k and data-v (for tests).
+ * @param {string} title
+ * @param {string | Node} value
+ * @param {{k?: string, v?: unknown, sub?: string | null, wide?: boolean, extra?: Node | null, text?: boolean}} [options]
+ */
 function card(title, value, { k, v, sub = null, wide = false, extra = null, text = false } = {}) {
   return el('section', { class: `card${wide ? ' wide' : ''}` },
     el('h3', {}, title),
@@ -15,7 +25,11 @@ function card(title, value, { k, v, sub = null, wide = false, extra = null, text
     extra);
 }
 
-/** Unit of a ragged record's length: rows of the item shape, elements, or bytes. */
+/**
+ * Unit of a ragged record's length: rows of the item shape, elements, or bytes.
+ * @param {Schema | null} schema
+ * @returns {{unit: string, per: number} | null}  null for dense stores
+ */
 export function lengthUnit(schema) {
   if (!schema) return { unit: 'bytes', per: 1 };
   if (schema.kind !== 'ragged') return null;
@@ -23,6 +37,11 @@ export function lengthUnit(schema) {
 }
 
 export class Overview {
+  /**
+   * @param {HTMLElement} root  the cards
+   * @param {HTMLElement} lengthsRoot  the record lengths (ragged and schemaless stores)
+   * @param {{onError: (e: any, context: string) => void, onOpenRecord: (index: number) => void}} hooks
+   */
   constructor(root, lengthsRoot, { onError, onOpenRecord }) {
     this.root = root;
     this.lengthsRoot = lengthsRoot;
@@ -30,13 +49,17 @@ export class Overview {
     this.token = 0;
   }
 
-  /** Shows `entry` ({store, label, interp}); stats, lengths and verify fill in as they arrive. */
+  /**
+   * Shows `entry` ({store, label, interp}); stats, lengths and verify fill in as they arrive.
+   * @param {Stream} entry
+   */
   show(entry) {
     const token = ++this.token;
     const { store, interp } = entry;
     const s = store.schema;
     const dt = interp.dt;
     const shapeText = !s ? 'per record' : s.kind === 'ragged' ? `n × ${fmtShape(s.itemShape)}`.replace(' × scalar', ' (variable)') : fmtShape(s.itemShape);
+    /** @type {[name: string, value: string, note: string | null, raw: string][]} */
     const schemaRows = s
       ? [['kind', s.kind, s.kind === 'ragged' ? 'records of different lengths' : null, s.kind],
         ['dtype', s.dtype, dt.name, s.dtype],
@@ -48,7 +71,7 @@ export class Overview {
         el('dt', {}, name),
         el('dd', { dataset: { k: name.replace(' ', '-'), v: raw } }, value, note ? el('span', { class: 'dim' }, ` ${note}`) : null),
       ])));
-    const pending = (t) => el('span', { class: 'dim' }, t);
+    const pending = (/** @type {string} */ t) => el('span', { class: 'dim' }, t);
     const threaded = store.threaded;
     const decoding = card('Decoding', threaded ? 'Worker, threaded' : 'Worker', {
       k: 'decoding', v: threaded ? 'threaded' : 'worker', text: true,
@@ -58,7 +81,7 @@ export class Overview {
     });
     const cards = {
       records: card('Records', fmtInt(store.length), { k: 'records', v: store.length, sub: `format v${store.header.version}` }),
-      disk: card('On disk', pending('…'), { k: 'disk-bytes', v: '' }),
+      disk: card('Files', pending('…'), { k: 'apparent-bytes', v: '' }),
       ratio: card('Compression', pending('…'), { k: 'compression', v: '' }),
       reclaim: card('Reclaimable', pending('…'), { k: 'reclaimable', v: '' }),
       dict: card('Dictionary', store.hasDict ? 'yes' : 'none', { k: 'dict', v: store.hasDict ? 'yes' : 'no', sub: store.hasDict ? 'records are compressed with a trained zstd dictionary' : 'no trained zstd dictionary' }),
@@ -73,10 +96,11 @@ export class Overview {
       if (token !== this.token) return;
       const files = Object.entries(st.fileBytes).filter(([, n]) => n > 0);
       const used = st.chunkBytes + files.filter(([f]) => !/^\d+\.zr$/.test(f)).reduce((a, [, n]) => a + n, 0);
-      const sparse = st.diskBytes > 4 * used + (1 << 20);
-      cards.disk.replaceWith(cards.disk = card('On disk', fmtBytes(st.diskBytes), {
-        k: 'disk-bytes', v: st.diskBytes,
-        sub: sparse ? `file sizes; the files are preallocated (${fmtBytes(st.chunkBytes)} of chunk data written)` : `${files.length} files, ${fmtBytes(st.chunkBytes)} of chunk data`,
+      // Apparent size (the sum of file sizes), not the blocks allocated on disk.
+      const sparse = st.apparentBytes > 4 * used + (1 << 20);
+      cards.disk.replaceWith(cards.disk = card('Files', fmtBytes(st.apparentBytes), {
+        k: 'apparent-bytes', v: st.apparentBytes,
+        sub: sparse ? `apparent size; the files are preallocated (${fmtBytes(st.chunkBytes)} of chunk data written)` : `apparent size of ${files.length} files, ${fmtBytes(st.chunkBytes)} of chunk data`,
         extra: el('details', { class: 'files' }, el('summary', {}, 'files'),
           el('table', {}, files.map(([f, n]) => el('tr', {}, el('td', {}, f), el('td', { title: `${fmtInt(n)} bytes` }, fmtBytes(n)))))),
       }));
@@ -91,7 +115,7 @@ export class Overview {
       }));
     }, (e) => {
       if (token !== this.token) return;
-      for (const c of [cards.disk, cards.ratio, cards.reclaim]) c.querySelector('.card-value').replaceChildren(pending('unavailable'));
+      for (const c of [cards.disk, cards.ratio, cards.reclaim]) $('.card-value', HTMLElement, c).replaceChildren(pending('unavailable'));
       this.hooks.onError(e, 'Reading the store statistics');
     });
 
@@ -100,6 +124,12 @@ export class Overview {
     if (lu) this.#lengths(token, store, lu);
   }
 
+  /**
+   * @param {number} token
+   * @param {Store} store
+   * @param {HTMLButtonElement} btn
+   * @param {HTMLElement} out
+   */
   async #verify(token, store, btn, out) {
     btn.disabled = true;
     const bar = el('progress', { max: '1', value: '0' });
@@ -123,7 +153,12 @@ export class Overview {
     }
   }
 
-  /** Reads the length of every record in chunks and draws their histogram. */
+  /**
+   * Reads the length of every record in chunks and draws their histogram.
+   * @param {number} token
+   * @param {Store} store
+   * @param {{unit: string, per: number}} lengthUnit
+   */
   async #lengths(token, store, { unit, per }) {
     const n = store.length;
     const canvas = el('canvas', { class: 'hist' });
@@ -171,7 +206,7 @@ export class Overview {
       el('span', {}, el('em', {}, 'mean '), fmtStat(mean)),
       el('span', {}, el('em', {}, 'total '), `${fmtInt(sum)} ${unit}`),
       failed ? el('span', { class: 'bad-text' }, `${fmtInt(failed)} records unreadable`) : null,
-    ].filter(Boolean));
+    ].filter((x) => x !== null));
     summary.dataset.v = JSON.stringify({ min, max, mean, total: sum });
     this.lengths = all;
     const hist = histogramOf([{ values: all }], { lo: min, hi: max, integer: true, bins: 48 });

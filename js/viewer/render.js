@@ -1,45 +1,103 @@
 // What a record's values mean and how they are drawn: element formatting, statistics, the image
 // rule (H×W, H×W×1/3/4, or channels first), images on canvases, histograms and sparklines.
-import { dtypeInfo, fmtNum, isNumericKind, product } from './util.js';
+import { dtypeInfo } from '../src/browser.js';
+import { fmtNum, product } from './util.js';
+
+/** @typedef {import('../src/browser.js').Schema} Schema */
+/** @typedef {import('../src/browser.js').Shaped} Rec  a record's values, with their shape */
+/** @typedef {Exclude<import('../src/browser.js').TypedArray, BigInt64Array | BigUint64Array>} NumberArray */
+/**
+ * @typedef {object} Stats
+ * @property {number | null} min  (null when no value is finite)
+ * @property {number | null} max
+ * @property {number | null} mean
+ * @property {number} count  finite values
+ * @property {number} nan  the other values
+ */
+/**
+ * An image record: `h`×`w` pixels of `c` channels, channels last ('hwc') or first ('chw').
+ * @typedef {{h: number, w: number, c: number, layout: 'hwc' | 'chw'}} ImageSpec
+ */
+/**
+ * How values become 0..255: as they are, times `k`, or min–max over [`lo`, `hi`].
+ * @typedef {{mode: 'direct', note: string | null}
+ *   | {mode: 'scale', k: number, note: string}
+ *   | {mode: 'minmax', lo: number, hi: number, note: string}} Mapping
+ */
+/**
+ * @typedef {object} Series  one series of a histogram's input
+ * @property {ArrayLike<number>} values
+ * @property {number} [stride]  take every `stride`-th value ...
+ * @property {number} [offset]  ... from `offset`
+ * @property {string} [color]
+ * @property {string} [label]
+ */
+/**
+ * @typedef {object} Histogram
+ * @property {{counts: Float64Array, color?: string, label?: string}[]} series
+ * @property {number} lo
+ * @property {number} hi
+ * @property {number} width  of a bin
+ * @property {boolean} integer
+ * @property {number} bins
+ */
 
 /** How to read the values of one store's records. */
 export class Interp {
+  /** @param {Schema | null} schema */
   constructor(schema) {
     this.schema = schema;
     this.dt = dtypeInfo(schema);
-    this.ext = schema?.extraDim ?? null;
-    this.numeric = isNumericKind(this.dt.kind);
-    this.big = schema ? schema.arrayType.startsWith('Big') : false;
+    this.ext = this.dt.extraDim;
+    this.numeric = this.dt.numeric;
+    this.big = this.dt.arrayType.startsWith('Big');
   }
 
-  /** The shape of a record's elements (its shape without the trailing extra dimension). */
+  /**
+   * The shape of a record's elements (its shape without the trailing extra dimension).
+   * @param {Rec} rec
+   * @returns {number[]}
+   */
   shapeOf(rec) {
     return this.ext == null ? rec.shape : rec.shape.slice(0, -1);
   }
 
-  /** Elements in a record. */
+  /**
+   * Elements in a record.
+   * @param {Rec} rec
+   */
   count(rec) {
     return this.ext == null ? rec.length : Math.floor(rec.length / this.ext);
   }
 
-  /** Numbers for statistics and images (BigInt arrays become Float64Array). */
+  /**
+   * Numbers for statistics and images (BigInt arrays become Float64Array).
+   * @param {Rec} rec
+   * @returns {NumberArray}
+   */
   numbers(rec) {
-    if (rec.__numbers) return rec.__numbers;
-    const v = this.big ? Float64Array.from(rec, Number) : rec;
+    const known = /** @type {Rec & {__numbers?: NumberArray}} */ (rec).__numbers;
+    if (known) return known;
+    const v = this.big ? Float64Array.from(rec, Number) : /** @type {NumberArray} */ (rec);
     Object.defineProperty(rec, '__numbers', { value: v, enumerable: false });
     return v;
   }
 
-  /** Element `i` as text. */
+  /**
+   * Element `i` as text.
+   * @param {Rec} rec
+   * @param {number} i
+   * @returns {string}
+   */
   format(rec, i) {
     const { kind, unit } = this.dt;
-    const k = this.ext;
+    const k = this.ext ?? 0; // set for the kinds that use it (U, S, V)
     switch (kind) {
       case 'b': return rec[i] ? 'True' : 'False';
       case 'U': {
         let s = '';
         for (let j = i * k; j < (i + 1) * k; j++) {
-          const cp = rec[j];
+          const cp = /** @type {number} */ (rec[j]); // str: Uint32Array code points
           if (cp === 0) break;
           s += cp <= 0x10ffff ? String.fromCodePoint(cp) : '\ufffd';
         }
@@ -50,7 +108,7 @@ export class Interp {
         let end = (i + 1) * k;
         while (end > i * k && rec[end - 1] === 0) end--;
         for (let j = i * k; j < end; j++) {
-          const b = rec[j];
+          const b = /** @type {number} */ (rec[j]); // bytes: Uint8Array
           s += b >= 0x20 && b < 0x7f && b !== 0x27 && b !== 0x5c ? String.fromCharCode(b) : `\\x${b.toString(16).padStart(2, '0')}`;
         }
         return `b'${s}'`;
@@ -62,10 +120,10 @@ export class Interp {
       }
       case 'c': {
         const re = rec[2 * i];
-        const im = rec[2 * i + 1];
+        const im = /** @type {number} */ (rec[2 * i + 1]); // complex: Float32Array or Float64Array
         return `${fmtNum(re)}${im < 0 || Object.is(im, -0) ? '−' : '+'}${fmtNum(Math.abs(im))}j`;
       }
-      case 'M': return fmtDatetime(rec[i], unit);
+      case 'M': return fmtDatetime(/** @type {bigint} */ (rec[i]), unit); // datetime64: BigInt64Array
       case 'm': return rec[i] === NAT ? 'NaT' : `${rec[i]} ${unit ?? ''}`.trim();
       default: return fmtNum(rec[i]);
     }
@@ -73,12 +131,18 @@ export class Interp {
 }
 
 const NAT = -(2n ** 63n);
+/** @type {Record<string, number | null>} */
 const UNIT_MS = { Y: null, M: null, W: 604800000, D: 86400000, h: 3600000, m: 60000, s: 1000, ms: 1 };
 
+/**
+ * @param {bigint} v
+ * @param {string | null} unit
+ */
 function fmtDatetime(v, unit) {
   if (v === NAT) return 'NaT';
   let ms;
-  if (UNIT_MS[unit]) ms = Number(v) * UNIT_MS[unit];
+  const per = unit == null ? null : UNIT_MS[unit];
+  if (per) ms = Number(v) * per;
   else if (unit === 'us') ms = Number(v / 1000n);
   else if (unit === 'ns') ms = Number(v / 1000000n);
   else return `${v} ${unit ?? ''}`.trim();
@@ -88,7 +152,11 @@ function fmtDatetime(v, unit) {
   return unit === 'D' || unit === 'W' ? iso.slice(0, 10) : iso.replace('T', ' ').replace(/\.000Z$|Z$/, '');
 }
 
-/** min, max, mean over the finite values of one or more arrays; `nan` counts the others. */
+/**
+ * min, max, mean over the finite values of one or more arrays; `nan` counts the others.
+ * @param {ArrayLike<number>[]} arrays
+ * @returns {Stats}
+ */
 export function statsOf(arrays) {
   let min = Infinity;
   let max = -Infinity;
@@ -112,11 +180,15 @@ export function statsOf(arrays) {
  * The image rule: a record looks like an image when its element shape is H×W, H×W×C or C×H×W
  * with C in {1, 3, 4}, both sides at least 4 (any size when `force`), and its values are numbers.
  * Returns `{h, w, c, layout}` ('hwc' or 'chw') or null.
+ * @param {readonly number[]} shape
+ * @param {Interp} interp
+ * @param {boolean} [force]
+ * @returns {ImageSpec | null}
  */
 export function imageSpec(shape, interp, force = false) {
   if (!interp.numeric || interp.ext != null || interp.dt.kind === 'raw') return null;
   const min = force ? 1 : 4;
-  const ok = (h, w) => h >= min && w >= min;
+  const ok = (/** @type {number} */ h, /** @type {number} */ w) => h >= min && w >= min;
   if (shape.length === 2 && ok(shape[0], shape[1])) return { h: shape[0], w: shape[1], c: 1, layout: 'hwc' };
   if (shape.length === 3) {
     const [a, b, c] = shape;
@@ -126,7 +198,13 @@ export function imageSpec(shape, interp, force = false) {
   return null;
 }
 
-/** Position of channel `ch` of pixel (x, y) in the record's values. */
+/**
+ * Position of channel `ch` of pixel (x, y) in the record's values.
+ * @param {ImageSpec} spec
+ * @param {number} x
+ * @param {number} y
+ * @param {number} ch
+ */
 export function pixelIndex(spec, x, y, ch) {
   return spec.layout === 'chw' ? ch * spec.h * spec.w + y * spec.w + x : (y * spec.w + x) * spec.c + ch;
 }
@@ -135,6 +213,10 @@ export function pixelIndex(spec, x, y, ch) {
  * How values become 0..255 for a set of image records with statistics `st`:
  * uint8 as is, bool ×255, floats in [0, 1] ×255, other values within 0..255 as they are, the
  * rest min–max normalized over the set. `note` says what was done (null for plain uint8).
+ * @param {Interp} interp
+ * @param {{min?: number | null, max?: number | null}} st
+ * @param {string} [scope]
+ * @returns {Mapping}
  */
 export function imageMapping(interp, st, scope = 'this page') {
   const { kind, bytes } = interp.dt;
@@ -150,12 +232,28 @@ export function imageMapping(interp, st, scope = 'this page') {
   };
 }
 
-/** Draws an image record on `canvas` (resized to W×H). */
+/**
+ * The canvas's 2D context (a canvas has one unless it was given another kind of context).
+ * @param {HTMLCanvasElement} canvas
+ */
+function context2d(canvas) {
+  const ctx = canvas.getContext('2d');
+  if (!ctx) throw new Error('viewer: a canvas has no 2D context');
+  return ctx;
+}
+
+/**
+ * Draws an image record on `canvas` (resized to W×H).
+ * @param {HTMLCanvasElement} canvas
+ * @param {ArrayLike<number>} values
+ * @param {ImageSpec} spec
+ * @param {Mapping} mapping
+ */
 export function drawImage(canvas, values, spec, mapping) {
   const { h, w, c } = spec;
   if (canvas.width !== w) canvas.width = w;
   if (canvas.height !== h) canvas.height = h;
-  const ctx = canvas.getContext('2d');
+  const ctx = context2d(canvas);
   const img = ctx.createImageData(w, h);
   const px = img.data;
   const { mode } = mapping;
@@ -179,6 +277,9 @@ export function drawImage(canvas, values, spec, mapping) {
 /**
  * Histogram of `arrays` (each array one series, e.g. one per channel, or one for all values):
  * integer values with few levels get one bin per level, others `bins` equal bins over [lo, hi].
+ * @param {Series[]} series
+ * @param {{lo: number | null, hi: number | null, integer?: boolean, bins?: number}} range  null when there are no values
+ * @returns {Histogram | null}
  */
 export function histogramOf(series, { lo, hi, integer, bins = 64 }) {
   if (lo == null || hi == null) return null;
@@ -207,21 +308,29 @@ export function histogramOf(series, { lo, hi, integer, bins = 64 }) {
   return { series: out, lo, hi, width, integer: Boolean(integer), bins: count };
 }
 
-const css = (name, fallback) => getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
+const css = (/** @type {string} */ name, /** @type {string} */ fallback) => getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
 
-/** Sizes a canvas to its CSS box times devicePixelRatio; returns a context in CSS pixels. */
+/**
+ * Sizes a canvas to its CSS box times devicePixelRatio; returns a context in CSS pixels.
+ * @param {HTMLCanvasElement} canvas
+ * @param {readonly number[] | null} [size]  the CSS box, when already measured
+ */
 function fitCanvas(canvas, size = null) {
   const dpr = window.devicePixelRatio || 1;
   const w = Math.max(1, size?.[0] || canvas.clientWidth || 300);
   const h = Math.max(1, size?.[1] || canvas.clientHeight || 120);
   canvas.width = Math.round(w * dpr);
   canvas.height = Math.round(h * dpr);
-  const ctx = canvas.getContext('2d');
+  const ctx = context2d(canvas);
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   return { ctx, w, h };
 }
 
-/** The range a bin covers, as text. */
+/**
+ * The range a bin covers, as text.
+ * @param {Histogram} hist
+ * @param {number} b
+ */
 export function binLabel(hist, b) {
   if (hist.integer && hist.width === 1) return fmtNum(hist.lo + b);
   if (hist.integer) return `${fmtNum(hist.lo + b * hist.width)}–${fmtNum(Math.min(hist.hi, hist.lo + (b + 1) * hist.width - 1))}`;
@@ -232,6 +341,9 @@ export function binLabel(hist, b) {
 /**
  * Draws a histogram (bars for one series, outlined steps for several) with its range and peak.
  * Hovering shows the bin under the cursor in `canvas.title`-like `tip` element when given.
+ * @param {HTMLCanvasElement} canvas
+ * @param {Histogram | null} hist
+ * @param {{tip?: HTMLElement | null, unit?: string}} [options]
  */
 export function drawHistogram(canvas, hist, { tip = null, unit = 'values' } = {}) {
   const { ctx, w, h } = fitCanvas(canvas);
@@ -297,7 +409,7 @@ export function drawHistogram(canvas, hist, { tip = null, unit = 'values' } = {}
   if (!single) {
     let x = padL;
     for (const s of hist.series) {
-      ctx.fillStyle = s.color;
+      if (s.color !== undefined) ctx.fillStyle = s.color; // (undefined is ignored by the canvas anyway)
       ctx.fillText(s.label ?? '', x, 1);
       x += ctx.measureText(s.label ?? '').width + 8;
     }
@@ -314,13 +426,20 @@ export function drawHistogram(canvas, hist, { tip = null, unit = 'values' } = {}
   }
 }
 
-/** A small line of the values (min and max per pixel column when there are many). */
+/**
+ * A small line of the values (min and max per pixel column when there are many).
+ * @param {HTMLCanvasElement} canvas
+ * @param {ArrayLike<number>} values
+ * @param {Stats} st
+ * @param {readonly number[] | null} [size]
+ */
 export function drawSparkline(canvas, values, st, size = null) {
   const { ctx, w, h } = fitCanvas(canvas, size);
   ctx.clearRect(0, 0, w, h);
-  if (!values.length || st.min == null) return;
-  const span = st.max - st.min || 1;
-  const y = (v) => h - 2 - ((v - st.min) / span) * (h - 4);
+  const { min, max } = st; // both null or both numbers
+  if (!values.length || min == null || max == null) return;
+  const span = max - min || 1;
+  const y = (/** @type {number} */ v) => h - 2 - ((v - min) / span) * (h - 4);
   ctx.strokeStyle = css('--accent', '#3b6ef5');
   ctx.lineWidth = 1;
   ctx.beginPath();
@@ -351,7 +470,12 @@ export function drawSparkline(canvas, values, st, size = null) {
   ctx.stroke();
 }
 
-/** The first `max` elements as text, with an ellipsis when there are more. */
+/**
+ * The first `max` elements as text, with an ellipsis when there are more.
+ * @param {Interp} interp
+ * @param {Rec} rec
+ * @param {number} [max]
+ */
 export function previewText(interp, rec, max = 8) {
   const n = interp.count(rec);
   const parts = [];
@@ -359,7 +483,10 @@ export function previewText(interp, rec, max = 8) {
   return parts.join('  ') + (n > max ? '  …' : '');
 }
 
-/** Elements of a record as rows: a row per leading index, with up to 16 trailing values each. */
+/**
+ * Elements of a record as rows: a row per leading index, with up to 16 trailing values each.
+ * @param {number[]} shape
+ */
 export function rowLayout(shape) {
   const total = product(shape);
   const last = shape.length >= 2 && shape[shape.length - 1] <= 16 ? shape[shape.length - 1] : 1;
@@ -367,7 +494,11 @@ export function rowLayout(shape) {
   return { rows: last ? Math.ceil(total / last) : 0, cols: last, lead, total };
 }
 
-/** The multi-index of row `r` over `lead` dims, as "[a, b]". */
+/**
+ * The multi-index of row `r` over `lead` dims, as "[a, b]".
+ * @param {readonly number[]} lead
+ * @param {number} r
+ */
 export function rowIndex(lead, r) {
   if (lead.length <= 1) return `[${r}]`;
   const idx = new Array(lead.length);

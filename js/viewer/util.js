@@ -1,6 +1,13 @@
-// Small helpers shared by the viewer modules: DOM building, number and size formatting, dtypes.
+// Small helpers shared by the viewer modules: DOM building, number and size formatting.
 
-/** `el('div', {class: 'x', onclick: f}, child, 'text', ...)`. */
+/**
+ * `el('div', {class: 'x', onclick: f}, child, 'text', ...)`.
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {Record<string, any>} [attrs]
+ * @param {...any} children nodes, text, numbers and (nested) arrays of them; null and false are skipped
+ * @returns {HTMLElementTagNameMap[K]}
+ */
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
@@ -9,7 +16,7 @@ export function el(tag, attrs = {}, ...children) {
     else if (k === 'class') node.className = v;
     else if (k === 'dataset') Object.assign(node.dataset, v);
     else if (k === 'style' && typeof v === 'object') Object.assign(node.style, v);
-    else if (k in node && typeof v !== 'string') node[k] = v;
+    else if (k in node && typeof v !== 'string') /** @type {Record<string, any>} */ (node)[k] = v;
     else node.setAttribute(k, v === true ? '' : String(v));
   }
   for (const c of children.flat(Infinity)) {
@@ -19,12 +26,33 @@ export function el(tag, attrs = {}, ...children) {
   return node;
 }
 
-export const $ = (sel, root = document) => root.querySelector(sel);
+/**
+ * The element matching `sel` under `root`: it must exist and be a `type` (by default any
+ * HTMLElement), else this throws, naming the selector (the page's markup and the code disagree).
+ * @template {Element} [T=HTMLElement]
+ * @param {string} sel
+ * @param {{new (): T, prototype: T}} [type]
+ * @param {ParentNode} [root]
+ * @returns {T}
+ */
+export function $(sel, type, root = document) {
+  const node = root.querySelector(sel);
+  if (!node) throw new Error(`viewer: no element matches ${sel}`);
+  const want = type ?? HTMLElement;
+  if (!(node instanceof want)) throw new Error(`viewer: ${sel} is a <${node.localName}>, not a ${want.name}`);
+  return /** @type {T} */ (node);
+}
 
-/** 1234567 -> "1,234,567". */
+/**
+ * 1234567 -> "1,234,567".
+ * @param {number | bigint} n
+ */
 export const fmtInt = (n) => (typeof n === 'bigint' ? n.toLocaleString('en-US') : Number(n).toLocaleString('en-US'));
 
-/** Bytes in binary units: "104.9 KiB". */
+/**
+ * Bytes in binary units: "104.9 KiB".
+ * @param {number | null | undefined} n
+ */
 export function fmtBytes(n) {
   if (n == null || Number.isNaN(n)) return '–';
   if (n < 1024) return `${n} B`;
@@ -38,7 +66,10 @@ export function fmtBytes(n) {
   return `${v >= 100 ? v.toFixed(0) : v.toFixed(1)} ${units[u]}`;
 }
 
-/** A value for display: integers as they are, other numbers with 5 significant digits. */
+/**
+ * A value for display: integers as they are, other numbers with 5 significant digits.
+ * @param {number | bigint | null | undefined} v
+ */
 export function fmtNum(v) {
   if (typeof v === 'bigint') return v.toString();
   if (v == null) return '–';
@@ -50,37 +81,19 @@ export function fmtNum(v) {
   return String(Number(v.toPrecision(5)));
 }
 
-/** A mean or other statistic: a few more digits than fmtNum for small spreads. */
+/**
+ * A mean or other statistic: a few more digits than fmtNum for small spreads.
+ * @param {number | null | undefined} v
+ */
 export const fmtStat = (v) => (v == null ? '–' : fmtNum(Number.isInteger(v) ? v : Number(v.toPrecision(6))));
 
-const NAMES = { u: 'uint', i: 'int', f: 'float', c: 'complex', b: 'bool', S: 'bytes', U: 'str', V: 'void', M: 'datetime64', m: 'timedelta64' };
-
 /**
- * What a NumPy dtype string means: `{kind, bytes, name, bigEndian, unit}`; kind is one of
- * u i f c b S U V M m, or 'raw' for stores without a schema (plain bytes).
+ * "28 × 28", "scalar".
+ * @param {readonly number[]} shape
  */
-export function dtypeInfo(schema) {
-  if (!schema) return { kind: 'raw', bytes: 1, name: 'bytes (no schema)', bigEndian: false, unit: null };
-  const m = /^([<>|=]?)([a-zA-Z])(\d*)(?:\[(\w+)\])?$/.exec(schema.dtype);
-  if (!m) return { kind: 'V', bytes: schema.itemBytes, name: schema.dtype, bigEndian: false, unit: null };
-  const [, order, kind, size, unit] = m;
-  const bytes = Number(size || 1);
-  let name = NAMES[kind] ?? schema.dtype;
-  if (kind === 'u' || kind === 'i' || kind === 'f') name += bytes * 8;
-  else if (kind === 'c') name += bytes * 8;
-  else if (kind === 'S' || kind === 'V') name += `${bytes}`;
-  else if (kind === 'U') name = `str (up to ${bytes} characters)`;
-  else if (unit) name += `[${unit}]`;
-  if (order === '>' && bytes > 1) name += ', big-endian';
-  return { kind, bytes, name, bigEndian: order === '>', unit: unit ?? null };
-}
-
-/** Whether values of this dtype are plain numbers (stats, histograms, images). */
-export const isNumericKind = (k) => k === 'u' || k === 'i' || k === 'f' || k === 'b' || k === 'raw';
-
-/** "28 × 28", "scalar". */
 export const fmtShape = (shape) => (shape.length ? shape.join(' × ') : 'scalar');
 
+/** @param {readonly number[]} a */
 const product = (a) => a.reduce((x, y) => x * y, 1);
 export { product };
 
@@ -90,7 +103,12 @@ export function yieldToBrowser() {
   return new Promise((r) => setTimeout(r, 0));
 }
 
-/** Runs `fn` at most once per animation frame. */
+/**
+ * Runs `fn` at most once per animation frame.
+ * @template {unknown[]} A
+ * @param {(...args: A) => void} fn
+ * @returns {(...args: A) => void}
+ */
 export function perFrame(fn) {
   let queued = false;
   return (...args) => {

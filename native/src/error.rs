@@ -1,10 +1,19 @@
 //! The store's error type. Every failure is a value: bad input from callers, corrupt files and
 //! I/O errors never panic.
+//!
+//! Invariants:
+//! * Every variant has one [`ErrorKind`] ([`Classify::kind`], one `match`), which is what front
+//!   ends map to their own classes and codes.
+//! * Corrupt-data errors ([`Error::Corrupt`], [`Error::Decode`]) name the damaged file and,
+//!   where it is known, the byte offset in it, both as fields and in the message.
+//! * Errors of `loaderx-core` become store errors through their kind (`Error::classified`):
+//!   a corrupt-data error keeps its [`Location`], turned into a path inside the store.
 
-use std::path::PathBuf;
+use std::fmt;
+use std::path::{Path, PathBuf};
 
 use loaderx_core::codec::CodecError;
-use loaderx_core::format::FormatError;
+use loaderx_core::error::{Classify, ErrorKind, Location, StoreFile};
 use loaderx_core::plan::PlanError;
 
 /// Errors from [`crate::Store`].
@@ -23,9 +32,9 @@ pub enum Error {
     /// The directory holds no `meta.zr`, or its header is not a version-3 loaderx header.
     #[error("{path} is not a loaderx store: {reason}")]
     NotAStore { path: PathBuf, reason: String },
-    /// A file of the store is damaged. `file` names it; the message names the offset.
-    #[error("corrupt store: {file}: {detail}")]
-    Corrupt { file: PathBuf, detail: String },
+    /// A file of the store is damaged: `file`, at byte `offset` when that is known.
+    #[error("corrupt store: {file}{}: {detail}", At(*.offset))]
+    Corrupt { file: PathBuf, offset: Option<u64>, index: Option<u64>, detail: String },
     /// A record index is not below the store's length.
     #[error("index {index} out of range for a store of {length} records")]
     IndexOutOfRange { index: u64, length: u64 },
@@ -44,9 +53,9 @@ pub enum Error {
     /// A zstd_dict append or read on a store without a dictionary, or a refused re-training.
     #[error("{0}")]
     Dictionary(String),
-    /// A stored record failed to decode.
-    #[error("record {index}: {source}")]
-    Decode { index: u64, source: CodecError },
+    /// A stored record failed to decode: its bytes start at `offset` of chunk file `file`.
+    #[error("record {index}: {source} ({file} at byte {offset})")]
+    Decode { index: u64, file: PathBuf, offset: u64, source: CodecError },
     /// Encoding or dictionary training failed.
     #[error(transparent)]
     Codec(#[from] CodecError),
@@ -55,30 +64,229 @@ pub enum Error {
 /// Result alias for the store.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Formats an optional byte offset as ` at byte N`.
+struct At(Option<u64>);
+
+impl fmt::Display for At {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(offset) => write!(f, " at byte {offset}"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Classify for Error {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Io { .. } | Error::NotADirectory(_) => ErrorKind::Io,
+            Error::NotFound(_) => ErrorKind::NotFound,
+            Error::NotAStore { .. } => ErrorKind::NotAStore,
+            Error::Corrupt { .. } | Error::Decode { .. } => ErrorKind::Corrupt,
+            Error::IndexOutOfRange { .. } => ErrorKind::Index,
+            Error::RecordSize { .. } => ErrorKind::RecordSize,
+            Error::BadArgument(_) => ErrorKind::Argument,
+            Error::Full(_) => ErrorKind::TooLarge,
+            Error::Locked(_) => ErrorKind::Locked,
+            // Encoding and training fail only for reasons of the dictionary (or its absence).
+            Error::Dictionary(_) | Error::Codec(_) => ErrorKind::Dictionary,
+        }
+    }
+
+    /// The damaged file, as one of the store's files, and the offset in it.
+    fn location(&self) -> Option<Location> {
+        let file = store_file(self.file()?)?;
+        Some(Location { file, offset: self.offset() })
+    }
+
+    fn index(&self) -> Option<u64> {
+        match self {
+            Error::IndexOutOfRange { index, .. } | Error::Decode { index, .. } => Some(*index),
+            Error::Corrupt { index, .. } => *index,
+            _ => None,
+        }
+    }
+}
+
+/// Which file of a store `path` is, by its name.
+fn store_file(path: &Path) -> Option<StoreFile> {
+    let name = path.file_name()?.to_str()?;
+    let file = match name {
+        "meta.zr" => StoreFile::Meta,
+        "dict.zr" => StoreFile::Dict,
+        _ if name == StoreFile::Schema.name() => StoreFile::Schema,
+        _ if name == StoreFile::Journal.name() => StoreFile::Journal,
+        _ => StoreFile::Chunk(name.strip_suffix(".zr")?.parse().ok()?),
+    };
+    Some(file)
+}
+
 impl Error {
+    /// The file holding the damaged bytes, for corrupt-data errors.
+    pub fn file(&self) -> Option<&Path> {
+        match self {
+            Error::Corrupt { file, .. } | Error::Decode { file, .. } => Some(file),
+            _ => None,
+        }
+    }
+
+    /// The byte offset of the damage in [`Error::file`], where it is known.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            Error::Corrupt { offset, .. } => *offset,
+            Error::Decode { offset, .. } => Some(*offset),
+            _ => None,
+        }
+    }
+
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
         let path = path.into();
         move |source| Error::Io { op, path, source }
     }
 
-    pub(crate) fn corrupt(file: impl Into<PathBuf>, detail: impl std::fmt::Display) -> Error {
-        Error::Corrupt { file: file.into(), detail: detail.to_string() }
+    /// Damage somewhere in `file`.
+    pub(crate) fn corrupt(file: impl Into<PathBuf>, detail: impl fmt::Display) -> Error {
+        Error::Corrupt { file: file.into(), offset: None, index: None, detail: detail.to_string() }
     }
 
-    pub(crate) fn format(meta: impl Into<PathBuf>, e: FormatError) -> Error {
-        match e {
-            FormatError::NotAStore { .. } => Error::NotAStore { path: meta.into(), reason: e.to_string() },
-            other => Error::corrupt(meta, other),
+    /// Damage at byte `offset` of `file`.
+    pub(crate) fn corrupt_at(file: impl Into<PathBuf>, offset: u64, detail: impl fmt::Display) -> Error {
+        Error::Corrupt { file: file.into(), offset: Some(offset), index: None, detail: detail.to_string() }
+    }
+
+    /// A `loaderx-core` error of the store in `dir`, by its kind. A corrupt-data error names the
+    /// file and offset of its [`Location`] (the directory itself when it has none).
+    pub(crate) fn classified<E: Classify + fmt::Display>(dir: &Path, e: E) -> Error {
+        let path = || e.location().map_or_else(|| dir.to_path_buf(), |l| dir.join(l.file.name()));
+        match e.kind() {
+            ErrorKind::Corrupt => Error::Corrupt {
+                file: path(),
+                offset: e.location().and_then(|l| l.offset),
+                index: e.index(),
+                detail: e.to_string(),
+            },
+            ErrorKind::NotAStore => Error::NotAStore { path: path(), reason: e.to_string() },
+            ErrorKind::TooLarge => Error::Full(e.to_string()),
+            ErrorKind::Dictionary => Error::Dictionary(e.to_string()),
+            ErrorKind::NotFound => Error::NotFound(path()),
+            ErrorKind::Locked => Error::Locked(dir.to_path_buf()),
+            // Core errors of these kinds that carry structured fields are converted with them
+            // (`From<PlanError>`); the rest are the caller's mistake.
+            _ => Error::BadArgument(e.to_string()),
         }
     }
 }
 
 impl From<PlanError> for Error {
+    /// Through the kind: the variants with structured fields keep them, the rest are classified
+    /// by [`Classify::kind`]. A corrupt table (`Overlap`) names `meta.zr` relative to the store,
+    /// so the store converts that case itself, knowing its directory.
     fn from(e: PlanError) -> Error {
         match e {
             PlanError::IndexOutOfRange { index, length } => Error::IndexOutOfRange { index, length },
-            PlanError::Full { .. } => Error::Full(e.to_string()),
-            other => Error::BadArgument(other.to_string()),
+            PlanError::RecordSize { position, len } => Error::RecordSize { position, len },
+            other => Error::classified(Path::new(""), other),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loaderx_core::format::{entry_offset, FormatError};
+    use loaderx_core::schema::{Kind, Layout};
+
+    fn io_error() -> std::io::Error {
+        std::io::Error::other("x")
+    }
+
+    #[test]
+    fn every_variant_has_its_kind() {
+        let dir = PathBuf::from("/s");
+        let table: Vec<(Error, ErrorKind)> = vec![
+            (Error::Io { op: "read", path: dir.clone(), source: io_error() }, ErrorKind::Io),
+            (Error::NotFound(dir.clone()), ErrorKind::NotFound),
+            (Error::NotADirectory(dir.clone()), ErrorKind::Io),
+            (Error::NotAStore { path: dir.clone(), reason: "r".into() }, ErrorKind::NotAStore),
+            (Error::corrupt(dir.join("meta.zr"), "d"), ErrorKind::Corrupt),
+            (Error::IndexOutOfRange { index: 3, length: 2 }, ErrorKind::Index),
+            (Error::RecordSize { position: 0, len: 0 }, ErrorKind::RecordSize),
+            (Error::BadArgument("b".into()), ErrorKind::Argument),
+            (Error::Full("f".into()), ErrorKind::TooLarge),
+            (Error::Locked(dir.clone()), ErrorKind::Locked),
+            (Error::Dictionary("d".into()), ErrorKind::Dictionary),
+            (
+                Error::Decode {
+                    index: 1,
+                    file: dir.join("0.zr"),
+                    offset: 7,
+                    source: CodecError::Decode("bad frame".into()),
+                },
+                ErrorKind::Corrupt,
+            ),
+            (Error::Codec(CodecError::Decode("bad".into())), ErrorKind::Dictionary),
+        ];
+        for (error, kind) in &table {
+            assert_eq!(error.kind(), *kind, "{error:?}");
+        }
+        // The Python classes of today (py/src/error.rs) follow from the kinds' codes.
+        let codes: Vec<i32> = table.iter().map(|(e, _)| e.kind().code()).collect();
+        assert_eq!(codes, [-2, -2, -2, -8, -7, -3, -4, -6, -5, -10, -9, -7, -9]);
+    }
+
+    #[test]
+    fn corrupt_errors_carry_file_and_offset() {
+        let e = Error::corrupt_at("/s/3.zr", 4096, "record lies past the end of the file");
+        assert_eq!((e.file(), e.offset()), (Some(Path::new("/s/3.zr")), Some(4096)));
+        assert_eq!(e.location(), Some(Location::at(StoreFile::Chunk(3), 4096)));
+        assert_eq!(
+            e.to_string(),
+            "corrupt store: /s/3.zr at byte 4096: record lies past the end of the file"
+        );
+        let e = Error::corrupt("/s/delete.journal", "short");
+        assert_eq!(e.location(), Some(Location::file(StoreFile::Journal)));
+        assert_eq!(e.to_string(), "corrupt store: /s/delete.journal: short");
+        assert_eq!(Error::Full("x".into()).file(), None);
+        let e = Error::Decode {
+            index: 4,
+            file: "/s/0.zr".into(),
+            offset: 9,
+            source: CodecError::Decode("x".into()),
+        };
+        assert_eq!((e.index(), e.offset()), (Some(4), Some(9)));
+        assert_eq!(e.location(), Some(Location::at(StoreFile::Chunk(0), 9)));
+    }
+
+    #[test]
+    fn core_errors_keep_their_location() {
+        let dir = Path::new("/s");
+        let outside = FormatError::OutsideChunk {
+            index: 2,
+            meta_offset: entry_offset(2),
+            chunk: 5,
+            start: 100,
+            reason: "missing".into(),
+        };
+        let e = Error::classified(dir, outside);
+        assert_eq!((e.file(), e.offset()), (Some(Path::new("/s/5.zr")), Some(100)));
+        let e = Error::classified(dir, FormatError::NotAStore { magic: *b"NOPE", version: 3 });
+        assert!(matches!(e, Error::NotAStore { ref path, .. } if path == Path::new("/s/meta.zr")), "{e}");
+        let misfit = Layout { kind: Kind::Dense, item_bytes: 8 }.check(3, 5).unwrap_err();
+        let e = Error::classified(dir, misfit);
+        assert_eq!(e.kind(), ErrorKind::Corrupt);
+        assert_eq!((e.file(), e.offset()), (Some(Path::new("/s/meta.zr")), Some(entry_offset(3))));
+    }
+
+    #[test]
+    fn plan_errors_go_through_their_kind() {
+        let e = Error::from(PlanError::RecordSize { position: 2, len: 0 });
+        assert!(matches!(e, Error::RecordSize { position: 2, len: 0 }));
+        let e = Error::from(PlanError::OffsetPastEnd { position: 1, offset: 11, len: 10 });
+        assert!(matches!(e, Error::BadArgument(_)), "{e}");
+        let e = Error::from(PlanError::IndexOutOfRange { index: 6, length: 6 });
+        assert!(matches!(e, Error::IndexOutOfRange { index: 6, length: 6 }));
+        assert!(matches!(Error::from(PlanError::Full { length: 1, adding: 2 }), Error::Full(_)));
+        let e = Error::classified(Path::new("/s"), PlanError::Overlap { index: 1 });
+        assert_eq!((e.file(), e.offset()), (Some(Path::new("/s/meta.zr")), Some(entry_offset(1))));
     }
 }

@@ -9,8 +9,8 @@
 //! Invariants: every block runs at most once, and exactly once unless a block failed; after the
 //! first error no new block starts, and that error is returned.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use crate::sync::{self, Mutex};
 
 /// Runs `f` on every block, on this thread and on up to `helpers` pool threads.
 pub(crate) fn for_each_block<T, E>(
@@ -30,10 +30,10 @@ where
         while !stop.load(Ordering::Relaxed) {
             let Some(slot) = slots.get(next.fetch_add(1, Ordering::Relaxed)) else { break };
             // Each index is claimed once, so the slot is never contended.
-            let block = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let block = sync::lock(slot).take();
             if let Some(Err(e)) = block.map(&f) {
                 stop.store(true, Ordering::Relaxed);
-                error.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
+                sync::lock(&error).get_or_insert(e);
             }
         }
     };
@@ -44,7 +44,7 @@ where
         }
         drain();
     });
-    error.into_inner().unwrap_or_else(|e| e.into_inner()).map_or(Ok(()), Err)
+    sync::into_inner(error).map_or(Ok(()), Err)
 }
 
 #[cfg(test)]

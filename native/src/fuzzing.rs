@@ -54,8 +54,7 @@ pub fn format(data: &[u8]) {
     for (i, loc) in &entries {
         let _ = loc.validate(*i, |c| chunk_lens.get(usize::from(c)).copied().flatten());
     }
-    let rules =
-        PlanRules { chunk_lens: &chunk_lens, dense_item: None, view: None, max_gap: 4096, max_out: 64 << 20 };
+    let rules = PlanRules { chunk_lens: &chunk_lens, typed: None, max_gap: 4096, max_out: 64 << 20 };
     if let Ok(plan) = read::plan_gather(&entries, &rules, true) {
         for s in &plan.slots {
             let r = plan.ranges[s.range];
@@ -142,6 +141,7 @@ mod tests {
     fn parts_split_by_prefix_and_never_overrun() {
         assert_eq!(parts(&[2, 0, 9, 9, 7], 2), vec![&[9u8, 9][..], &[7][..]]);
         assert_eq!(parts(&[200, 0, 1], 3), vec![&[1u8][..], &[][..], &[][..]]);
-        assert_eq!(parts(&[], 2), vec![&[][..], &[][..]]);
+        let empty: &[u8] = &[];
+        assert_eq!(parts(&[], 2), vec![empty, empty]);
     }
 }

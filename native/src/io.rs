@@ -16,7 +16,7 @@
 //!   reserve the whole 4 GiB of a chunk file. Marking is best effort: where it fails (a filesystem
 //!   without sparse files) the file still grows, only without the space saving.
 //! * [`rename`] only ever replaces files no one maps (`*.tmp` → `meta.zr` at creation,
-//!   `delete.journal`, `dict.zr`, which is read whole and closed). On Windows a rename over a file
+//!   `delete.journal`, `dict.zr` and `schema.msgpack`, which are read whole and closed). On Windows a rename over a file
 //!   another process holds open without `FILE_SHARE_DELETE` fails; such a failure is an ordinary
 //!   [`Error::Io`] and leaves the store as it was.
 //! * [`remove`] is called on files the calling handle has dropped its maps and descriptors of.
@@ -64,9 +64,9 @@ pub mod faults {
     //! rayon threads. Tests that arm it must not run concurrently with each other.
 
     use std::collections::HashMap;
-    use std::sync::Mutex;
 
     use super::Op;
+    use crate::sync::{self, Mutex};
 
     /// How the chosen call fails.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,7 +89,7 @@ pub mod faults {
     static STATE: Mutex<Option<State>> = Mutex::new(None);
 
     fn with<T>(f: impl FnOnce(&mut State) -> T) -> T {
-        let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = sync::lock(&STATE);
         f(guard.get_or_insert_with(State::default))
     }
 

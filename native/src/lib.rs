@@ -19,21 +19,41 @@
 //! Concurrency: `gather`, `lengths`, `stats` and `append` may be called from many threads at
 //! once; `delete` and `compact` take exclusive access through an internal lock. A second process
 //! that tries to write is refused ([`Error::Locked`]); readers never lock.
+//!
+//! Layout (each module's docs state its invariants; dependencies only point down the list):
+//! * `store`: [`Store`]: opening and the read path, and the public write methods, which check
+//!   arguments, take the locks and delegate to
+//! * `writer`: the writer half of a handle (append, delete, compact, train_dict, sync);
+//! * `journal`: the native half of the delete journal;
+//! * `shared`: the maps and dictionary that readers and the writer share, and what their locks
+//!   guard;
+//! * `files`: paths, chunk views, the dictionary file, store creation, the schema file;
+//! * `map` (memory maps, the only `unsafe`), `io` (the I/O and fault seam, all platform code),
+//!   `sync` (locks and atomics), `fanout` (the gather's thread fan-out), `error`.
 
+#[cfg(feature = "cli")]
+pub mod cli;
 mod error;
 mod fanout;
+mod files;
 #[doc(hidden)]
 pub mod fuzzing;
 mod io;
+mod journal;
 mod map;
+mod shared;
 mod store;
-mod write;
+mod sync;
+mod training;
+mod writer;
 
 pub use error::{Error, Result};
+pub use files::{read_schema, write_schema};
 pub use io::disk_usage;
+pub use loaderx_core::error::{Classify, ErrorKind, Location, StoreFile};
 pub use loaderx_core::format::{Codec, Header, RecordLoc};
+pub use loaderx_core::schema::{Layout, Schema};
 pub use store::{OpenOptions, Stats, Store, VerifyReport};
-pub use write::record_ranges;
 
 /// The test-only I/O fault seam (see `io.rs`).
 #[cfg(feature = "fault-injection")]

@@ -11,6 +11,8 @@
 //!   written, and read with `Acquire`.
 //! * A table entry at index `i` is written only while `i >= length` (append) or while the caller
 //!   holds exclusive access to the store (delete, compact), so readers never see a torn entry.
+//!   That is why the writing methods take `&self`: the lock around a handle's `MetaMap`
+//!   (`shared.rs`) guards which mapping is current, not its bytes.
 //! * Chunk mappings are read-only. Records below the published length are immutable until a
 //!   delete or compact, which run with exclusive access.
 //!
@@ -19,10 +21,11 @@
 #![allow(unsafe_code)]
 
 use std::fs::File;
-use std::sync::atomic::{AtomicU16, AtomicU32, Ordering};
 
 use loaderx_core::format::{entry_offset, Header, RecordLoc, Tail, ENTRY_SIZE, HEADER_SIZE};
 use memmap2::{Mmap, MmapOptions, MmapRaw};
+
+use crate::sync::atomic::{AtomicU16, AtomicU32, Ordering};
 
 /// A mapping of `meta.zr`: header plus record table.
 #[derive(Debug)]

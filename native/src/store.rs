@@ -1,30 +1,38 @@
-//! Opening a store and the read path: `len`, `lengths`, `gather`, `stats`.
+//! Opening a store and the read path: `len`, `lengths`, `gather`, `stats`; the write path's
+//! public methods, which check their arguments, take the locks and hand over to the writer
+//! (`writer.rs`).
 //!
 //! Invariants:
 //! * Opening never writes, except to finish a delete that a crash interrupted (a
-//!   `delete.journal` is present and no live writer holds the lock): a reader maps `meta.zr` and the chunk files read-only at their current
-//!   sizes and takes no lock. Only the first mutating call upgrades the handle to a writer
-//!   (see `write.rs`).
+//!   `delete.journal` is present and no live writer holds the lock): a reader maps `meta.zr` and
+//!   the chunk files read-only at their current sizes and takes no lock. Only the first mutating
+//!   call upgrades the handle to a writer.
 //! * Before any byte reaches a caller's buffer, a read checks every index against the published
-//!   length, every table entry against the limits and the mapped size of its chunk file, and every
-//!   destination range against the buffer. A failed check leaves the buffer untouched.
-//! * Lock order, everywhere: `gate` → `writer` → `meta` → `chunks` → `dict`. `gate` is held
-//!   shared by reads and appends and exclusively by delete and compact.
+//!   length (`loaderx_core::plan::check_indices`), every table entry against the limits and the
+//!   mapped size of its chunk file, and every destination range against the buffer. A failed
+//!   check leaves the buffer untouched.
+//! * Lock order, everywhere: `gate` → `writer` → `meta` → `chunks` → `dict` (the last three in
+//!   [`Shared`]). `gate` is held shared by reads, appends and dictionary training, and
+//!   exclusively by delete and compact.
+//! * A handle's writer, once created, lives as long as the handle; no code path sees a mutating
+//!   call without one ([`Store::with_writer`]).
 
 use std::fs::{self, File};
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+use std::path::Path;
 
 use loaderx_core::codec::{Decoder, Dictionary};
-use loaderx_core::format::{self, Codec, Header, RecordLoc, HEADER_SIZE};
+use loaderx_core::format::{self, entry_offset, Codec, Header, RecordLoc, HEADER_SIZE};
+use loaderx_core::plan::{check_indices, record_ranges};
+use loaderx_core::schema::{Kind, Layout};
 
 use crate::error::{Error, Result};
-use crate::io;
-use crate::map::{ChunkMap, MetaMap};
-use crate::write::Writer;
+use crate::files::{self, chunk_path, meta_path, Chunk};
+use crate::journal;
+use crate::map::MetaMap;
+use crate::shared::{Chunks, Shared};
+use crate::sync::{self, Arc, Mutex, RwLock};
+use crate::writer::Writer;
 
-/// Largest `dict.zr` a store will load.
-pub(crate) const MAX_DICT_BYTES: u64 = 64 << 20;
 /// Below this many bytes a gather runs on the calling thread: the fan-out costs more than it saves.
 const PARALLEL_MIN_BYTES: u64 = 256 << 10;
 /// Blocks a parallel gather is cut into, per thread.
@@ -48,53 +56,18 @@ pub struct OpenOptions {
 
 pub use loaderx_core::stats::Stats;
 
-/// A read-only view of one chunk file.
-#[derive(Debug)]
-pub(crate) struct Chunk {
-    pub(crate) map: ChunkMap,
-}
-
-impl Chunk {
-    pub(crate) fn open_read(path: &Path) -> Result<Option<Chunk>> {
-        let file = match File::open(path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io("open", path)(e)),
-        };
-        let len = file.metadata().map_err(Error::io("stat", path))?.len();
-        let map = ChunkMap::new(&file, len).map_err(Error::io("mmap", path))?;
-        Ok(Some(Chunk { map }))
-    }
-}
-
 /// A loaderx record store on disk.
 ///
 /// `gather`, `lengths`, `stats` and `append` may run concurrently from many threads; `delete`
 /// and `compact` take exclusive access (they wait for running calls and block new ones).
 #[derive(Debug)]
 pub struct Store {
-    pub(crate) dir: PathBuf,
-    pub(crate) gate: RwLock<()>,
-    pub(crate) writer: Mutex<Option<Writer>>,
-    pub(crate) meta: RwLock<MetaMap>,
-    /// Indexed by chunk id; `None` where the file does not exist.
-    pub(crate) chunks: RwLock<Vec<Option<Arc<Chunk>>>>,
-    pub(crate) dict: RwLock<Option<Arc<Dictionary>>>,
-}
-
-/// Path of chunk file `id` in `dir`.
-pub(crate) fn chunk_path(dir: &Path, id: u16) -> PathBuf {
-    dir.join(format!("{id}.zr"))
-}
-
-pub(crate) fn read_lock<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
-    // A panic while holding a lock cannot leave these structures half-updated: every writer
-    // replaces whole values. So a poisoned lock is still safe to use.
-    lock.read().unwrap_or_else(|e| e.into_inner())
-}
-
-pub(crate) fn write_lock<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    lock.write().unwrap_or_else(|e| e.into_inner())
+    /// Held shared by reads, appends and training, exclusively by delete and compact.
+    gate: RwLock<()>,
+    /// `None` until the first mutating call upgrades the handle.
+    writer: Mutex<Option<Writer>>,
+    /// The directory, the maps and the dictionary readers and the writer share.
+    shared: Shared,
 }
 
 impl Store {
@@ -121,21 +94,22 @@ impl Store {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Error::NotFound(dir)),
             Err(e) => return Err(Error::io("stat", &dir)(e)),
         }
-        let meta_path = dir.join("meta.zr");
+        let meta_path = meta_path(&dir);
         if !meta_path.exists() {
             if !options.create {
                 return Err(Error::NotAStore { path: dir, reason: "it has no meta.zr".into() });
             }
-            crate::write::create_store(&dir)?;
+            files::create_store(&dir)?;
         }
-        if dir.join(loaderx_core::journal::JOURNAL_FILE).exists() {
-            crate::write::recover_interrupted_delete(&dir)?;
+        if files::journal_path(&dir).exists() {
+            journal::recover_interrupted_delete(&dir)?;
         }
         let meta_file = File::open(&meta_path).map_err(Error::io("open", &meta_path))?;
         let meta_len = meta_file.metadata().map_err(Error::io("stat", &meta_path))?.len();
         if meta_len < HEADER_SIZE {
-            return Err(Error::corrupt(
+            return Err(Error::corrupt_at(
                 &meta_path,
+                meta_len,
                 format!("the file is {meta_len} bytes, shorter than the 16-byte header"),
             ));
         }
@@ -144,29 +118,26 @@ impl Store {
         // through maps.
         let meta = MetaMap::new(&meta_file, meta_len, false).map_err(Error::io("mmap", &meta_path))?;
         let header = meta.header();
-        header.validate(meta_len).map_err(|e| Error::format(&meta_path, e))?;
+        header.validate(meta_len).map_err(|e| Error::classified(&dir, e))?;
         let chunks = (0..=header.tail_chunk)
             .map(|id| Ok(Chunk::open_read(&chunk_path(&dir, id))?.map(Arc::new)))
             .collect::<Result<Vec<_>>>()?;
-        let dict = load_dict(&dir)?.map(Arc::new);
+        let dict = files::load_dict(&dir)?;
         Ok(Store {
-            dir,
             gate: RwLock::new(()),
             writer: Mutex::new(None),
-            meta: RwLock::new(meta),
-            chunks: RwLock::new(chunks),
-            dict: RwLock::new(dict),
+            shared: Shared::new(dir, meta, chunks, dict),
         })
     }
 
     /// The store directory.
     pub fn path(&self) -> &Path {
-        &self.dir
+        self.shared.dir()
     }
 
     /// Number of live records.
     pub fn len(&self) -> u64 {
-        u64::from(read_lock(&self.meta).length())
+        u64::from(self.shared.meta().length())
     }
 
     /// True when the store holds no records.
@@ -176,62 +147,66 @@ impl Store {
 
     /// A snapshot of the header.
     pub fn header(&self) -> Header {
-        read_lock(&self.meta).header()
+        self.shared.meta().header()
     }
 
     /// True if the store has a dictionary (`dict.zr`).
     pub fn has_dict(&self) -> bool {
-        read_lock(&self.dict).is_some()
+        self.shared.has_dict()
     }
 
     /// The dictionary bytes, if the store has one.
     pub fn dict_bytes(&self) -> Option<Vec<u8>> {
-        read_lock(&self.dict).as_ref().map(|d| d.bytes().to_vec())
+        self.shared.dict().map(|d| d.bytes().to_vec())
     }
 
     /// Checked table entries for `indices`: every index below the length, every entry valid
     /// against the limits and its chunk file.
-    pub(crate) fn locate(&self, indices: &[u64]) -> Result<Vec<(RecordLoc, Codec)>> {
-        let meta = read_lock(&self.meta);
-        let length = u64::from(meta.length());
-        if let Some(&index) = indices.iter().find(|&&i| i >= length) {
-            return Err(Error::IndexOutOfRange { index, length });
-        }
-        let chunks = read_lock(&self.chunks);
-        let chunk_len = |id: u16| chunks.get(usize::from(id))?.as_ref().map(|c| c.map.len());
+    fn locate(&self, indices: &[u64]) -> Result<Vec<(RecordLoc, Codec)>> {
+        let dir = self.shared.dir();
+        let meta = self.shared.meta();
+        check_indices(u64::from(meta.length()), indices)?;
+        let chunks = self.shared.chunks();
+        let chunk_len = |id: u16| chunks.get(usize::from(id))?.as_ref().map(|c| c.len());
         indices
             .iter()
             .map(|&index| {
-                let loc = meta.entry(index).ok_or_else(|| {
-                    Error::corrupt(
-                        self.dir.join("meta.zr"),
-                        format!("entry {index} lies past the end of the file"),
-                    )
-                })?;
-                let codec = loc.validate(index, chunk_len).map_err(|e| self.entry_error(e))?;
+                let loc = meta.entry(index).ok_or_else(|| entry_past_end(dir, index))?;
+                let codec = loc.validate(index, chunk_len).map_err(|e| Error::classified(dir, e))?;
                 Ok((loc, codec))
             })
             .collect()
     }
 
-    fn entry_error(&self, e: format::FormatError) -> Error {
-        let file = match &e {
-            format::FormatError::OutsideChunk { chunk, .. } => chunk_path(&self.dir, *chunk),
-            _ => self.dir.join("meta.zr"),
-        };
-        Error::corrupt(file, e)
-    }
-
     /// The checked table entries of `indices` (where and how each record is stored).
     pub fn entries(&self, indices: &[u64]) -> Result<Vec<RecordLoc>> {
-        let _gate = read_lock(&self.gate);
+        let _gate = sync::read(&self.gate);
         Ok(self.locate(indices)?.into_iter().map(|(loc, _)| loc).collect())
     }
 
     /// Logical (decoded) length of each record.
     pub fn lengths(&self, indices: &[u64]) -> Result<Vec<u32>> {
-        let _gate = read_lock(&self.gate);
+        let _gate = sync::read(&self.gate);
         Ok(self.locate(indices)?.iter().map(|(loc, _)| loc.logic_length).collect())
+    }
+
+    /// Logical length of each record, each checked to fit `layout` ([`Layout::check`], the one
+    /// rule of every front end). The first record that does not fit is an [`Error::Corrupt`]
+    /// naming `meta.zr` and the offset of its table entry.
+    pub fn lengths_fitting(&self, indices: &[u64], layout: Layout) -> Result<Vec<u32>> {
+        let _gate = sync::read(&self.gate);
+        let locs = self.locate(indices)?;
+        self.check_fit(indices, &locs, layout)?;
+        Ok(locs.iter().map(|(loc, _)| loc.logic_length).collect())
+    }
+
+    /// [`Layout::check`] for every checked record.
+    fn check_fit(&self, indices: &[u64], locs: &[(RecordLoc, Codec)], layout: Layout) -> Result<()> {
+        for (&index, (loc, _)) in indices.iter().zip(locs) {
+            let fits = layout.check(index, u64::from(loc.logic_length));
+            fits.map_err(|e| Error::classified(self.shared.dir(), e))?;
+        }
+        Ok(())
     }
 
     /// Decodes records `indices` into `dst`, record `k` at byte `dst_offsets[k]`.
@@ -247,7 +222,7 @@ impl Store {
                 dst_offsets.len()
             )));
         }
-        let _gate = read_lock(&self.gate);
+        let _gate = sync::read(&self.gate);
         let locs = self.locate(indices)?;
         let lens: Vec<u64> = locs.iter().map(|(l, _)| u64::from(l.logic_length)).collect();
         let dsts = split_dst(dst, dst_offsets, &lens)?;
@@ -256,7 +231,8 @@ impl Store {
 
     /// Decodes records `indices`, each exactly `stride` bytes long, back to back into `dst`
     /// (`dst.len() == indices.len() · stride`), as a dense dataset reads its fixed-size rows.
-    /// A record of any other length is an error, never a misaligned batch.
+    /// A record of any other length is an [`Error::Corrupt`] (the dense rule of
+    /// [`Layout::check`]), never a misaligned batch.
     pub fn gather_fixed(&self, indices: &[u64], dst: &mut [u8], stride: u64) -> Result<()> {
         let need = (indices.len() as u64).checked_mul(stride);
         if stride == 0 || need != Some(dst.len() as u64) {
@@ -266,19 +242,9 @@ impl Store {
                 indices.len()
             )));
         }
-        let _gate = read_lock(&self.gate);
+        let _gate = sync::read(&self.gate);
         let locs = self.locate(indices)?;
-        if let Some((k, (loc, _))) =
-            locs.iter().enumerate().find(|(_, (l, _))| u64::from(l.logic_length) != stride)
-        {
-            return Err(Error::corrupt(
-                self.dir.join("meta.zr"),
-                format!(
-                    "record {} is {} bytes, but the dataset's rows are {stride}",
-                    indices[k], loc.logic_length
-                ),
-            ));
-        }
+        self.check_fit(indices, &locs, Layout { kind: Kind::Dense, item_bytes: stride })?;
         let dsts = dst.chunks_exact_mut(stride as usize).collect();
         self.decode_all(indices, locs, dsts)
     }
@@ -292,9 +258,10 @@ impl Store {
             .zip(dsts)
             .map(|((&index, (loc, codec)), dst)| Job { index, loc, codec, dst })
             .collect();
-        let chunks = read_lock(&self.chunks);
-        let dict = read_lock(&self.dict).clone();
-        let run = |jobs: &mut [Job<'_>]| run_shard(&self.dir, &chunks, dict.as_deref(), jobs);
+        let chunks = self.shared.chunks();
+        let dict = self.shared.dict();
+        let dir = self.shared.dir();
+        let run = |jobs: &mut [Job<'_>]| run_shard(dir, &chunks, dict.as_deref(), jobs);
         let threads = rayon::current_num_threads();
         if total < PARALLEL_MIN_BYTES || threads < 2 || jobs.len() < 2 {
             return run(&mut jobs);
@@ -333,39 +300,100 @@ impl Store {
 
     /// Storage usage.
     pub fn stats(&self) -> Result<Stats> {
-        let _gate = read_lock(&self.gate);
-        let meta = read_lock(&self.meta);
+        let _gate = sync::read(&self.gate);
+        let meta = self.shared.meta();
         let header = meta.header();
-        let entries = (0..u64::from(header.length)).map(|index| {
-            meta.entry(index).ok_or_else(|| {
-                Error::corrupt(
-                    self.dir.join("meta.zr"),
-                    format!("entry {index} lies past the end of the file"),
-                )
-            })
-        });
+        let entries = (0..u64::from(header.length))
+            .map(|index| meta.entry(index).ok_or_else(|| entry_past_end(self.shared.dir(), index)));
         let entries = entries.collect::<Result<Vec<_>>>()?;
         Ok(Stats::from_entries(&header, entries))
     }
+
+    /// Runs `f` with this handle's writer, upgrading the handle on its first mutating call (see
+    /// `writer.rs`) and first finishing a delete an I/O error left pending.
+    fn with_writer<T>(&self, f: impl FnOnce(&mut Writer) -> Result<T>) -> Result<T> {
+        let mut guard = sync::lock(&self.writer);
+        let writer = match guard.take() {
+            Some(writer) => guard.insert(writer),
+            None => guard.insert(Writer::open(&self.shared)?),
+        };
+        writer.settle_pending(&self.shared)?;
+        f(writer)
+    }
+
+    /// Appends the records packed in `src` (record `k` starts at `offsets[k]` and runs to the
+    /// next offset or the end) with `codec`, and returns the index of the first one.
+    ///
+    /// All-or-nothing: on error nothing is visible and the length is unchanged.
+    pub fn append(&self, src: &[u8], offsets: &[u64], codec: Codec) -> Result<u64> {
+        let ranges = record_ranges(src.len(), offsets)?;
+        let _gate = sync::read(&self.gate);
+        self.with_writer(|w| w.append(&self.shared, src, &ranges, codec))
+    }
+
+    /// Removes records, keeping the live index space dense: duplicates are dropped and the rest
+    /// applied in descending order, each hole filled with the current last record.
+    /// Only the table changes; `compact` reclaims the bytes. Takes exclusive access.
+    ///
+    /// Crash-atomic: the outcome is written to `delete.journal` (synced, renamed into place)
+    /// before the table changes, and a crash after that point is finished by the next open.
+    /// If an I/O error strikes after the journal is in place, the delete has still happened
+    /// (the error says it could not be made durable) and the next mutating call retries that.
+    pub fn delete(&self, indices: &[u64]) -> Result<()> {
+        let _gate = sync::write(&self.gate);
+        check_indices(self.len(), indices)?;
+        if indices.is_empty() {
+            return Ok(());
+        }
+        self.with_writer(|w| w.delete(&self.shared, indices))
+    }
+
+    /// Rewrites the live records densely, in place, in physical order, and deletes chunk files
+    /// past the new frontier. Safe to interrupt: re-running finishes the job. Takes exclusive
+    /// access.
+    pub fn compact(&self) -> Result<()> {
+        let _gate = sync::write(&self.gate);
+        self.with_writer(|w| {
+            let indices: Vec<u64> = (0..self.len()).collect();
+            let table: Vec<RecordLoc> = self.locate(&indices)?.into_iter().map(|(loc, _)| loc).collect();
+            w.compact(&self.shared, &table)
+        })
+    }
+
+    /// Trains a dictionary of at most `capacity` bytes on the samples packed in `samples`
+    /// (lengths `sizes`), stores it as `dict.zr` and installs it. Returns its size.
+    ///
+    /// Refused when live records already use the current dictionary: replacing it would make
+    /// them unreadable.
+    pub fn train_dict(&self, samples: &[u8], sizes: &[usize], capacity: usize) -> Result<usize> {
+        let total = sizes.iter().try_fold(0usize, |t, &s| t.checked_add(s));
+        if total != Some(samples.len()) {
+            return Err(Error::BadArgument(format!(
+                "sample sizes add up to {total:?} bytes, but {} sample bytes were given",
+                samples.len()
+            )));
+        }
+        let _gate = sync::read(&self.gate);
+        self.with_writer(|w| w.train_dict(&self.shared, samples, sizes, capacity))
+    }
+
+    /// Makes everything appended so far durable: chunk data first, then the table, then the
+    /// header. A handle that never wrote has nothing to sync.
+    pub fn sync(&self) -> Result<()> {
+        match sync::lock(&self.writer).as_mut() {
+            Some(writer) => writer.sync(&self.shared),
+            None => Ok(()),
+        }
+    }
 }
 
-fn load_dict(dir: &Path) -> Result<Option<Dictionary>> {
-    let path = dir.join("dict.zr");
-    let file = match File::open(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io("open", &path)(e)),
-    };
-    let len = file.metadata().map_err(Error::io("stat", &path))?.len();
-    if len > MAX_DICT_BYTES {
-        return Err(Error::corrupt(
-            &path,
-            format!("{len} bytes is larger than any dictionary loaderx writes"),
-        ));
-    }
-    let mut bytes = vec![0u8; len as usize];
-    io::read_exact_at(&file, &mut bytes, 0, &path)?;
-    Ok(Some(Dictionary::new(bytes)))
+/// `meta.zr` ends before table entry `index`.
+fn entry_past_end(dir: &Path, index: u64) -> Error {
+    Error::corrupt_at(
+        meta_path(dir),
+        entry_offset(index),
+        format!("entry {index} lies past the end of the file"),
+    )
 }
 
 /// One record of a gather.
@@ -376,22 +404,20 @@ struct Job<'a> {
     dst: &'a mut [u8],
 }
 
-fn run_shard(
-    dir: &Path,
-    chunks: &[Option<Arc<Chunk>>],
-    dict: Option<&Dictionary>,
-    jobs: &mut [Job<'_>],
-) -> Result<()> {
+fn run_shard(dir: &Path, chunks: &Chunks, dict: Option<&Dictionary>, jobs: &mut [Job<'_>]) -> Result<()> {
     let mut decoder = Decoder::new(dict);
     for job in jobs {
         let chunk = chunks.get(usize::from(job.loc.chunk_id)).and_then(Option::as_ref);
-        let src =
-            chunk.and_then(|c| c.map.bytes(u64::from(job.loc.offset), job.loc.stored_len())).ok_or_else(
-                || Error::corrupt(chunk_path(dir, job.loc.chunk_id), "record lies past the end of the file"),
-            )?;
-        decoder
-            .decode_into(job.codec, src, job.dst)
-            .map_err(|source| Error::Decode { index: job.index, source })?;
+        let (id, offset) = (job.loc.chunk_id, u64::from(job.loc.offset));
+        let src = chunk.and_then(|c| c.bytes(offset, job.loc.stored_len())).ok_or_else(|| {
+            Error::corrupt_at(chunk_path(dir, id), offset, "record lies past the end of the file")
+        })?;
+        decoder.decode_into(job.codec, src, job.dst).map_err(|source| Error::Decode {
+            index: job.index,
+            file: chunk_path(dir, id),
+            offset,
+            source,
+        })?;
     }
     Ok(())
 }
@@ -435,6 +461,35 @@ fn split_dst<'a>(dst: &'a mut [u8], offsets: &[u64], lens: &[u64]) -> Result<Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+    use loaderx_core::error::Classify;
+
+    #[test]
+    fn records_that_do_not_fit_the_layout_are_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path().join("s")).unwrap();
+        // Records of 12, 12 and 10 bytes.
+        store.append(&[7u8; 34], &[0, 12, 24], Codec::Raw).unwrap();
+        let rows = Layout { kind: Kind::Ragged, item_bytes: 4 };
+        assert_eq!(store.lengths_fitting(&[1, 0], rows).unwrap(), vec![12, 12]);
+        for layout in [rows, Layout { kind: Kind::Dense, item_bytes: 12 }] {
+            let err = store.lengths_fitting(&[0, 2, 1], layout).unwrap_err();
+            assert!(matches!(err, Error::Corrupt { ref file, .. } if file.ends_with("meta.zr")), "{err}");
+            assert_eq!(err.offset(), Some(entry_offset(2)), "{err}");
+            assert!(err.to_string().contains("record 2 is 10 bytes"), "{err}");
+        }
+        let err = store.lengths_fitting(&[3], rows).unwrap_err();
+        assert!(matches!(err, Error::IndexOutOfRange { index: 3, length: 3 }), "{err}");
+
+        let mut dst = [0u8; 24];
+        let err = store.gather_fixed(&[0, 2], &mut dst, 12).unwrap_err();
+        assert_eq!(
+            (err.kind(), err.offset()),
+            (loaderx_core::error::ErrorKind::Corrupt, Some(entry_offset(2)))
+        );
+        assert_eq!(dst, [0u8; 24], "a failed check leaves the buffer untouched");
+        store.gather_fixed(&[1, 0], &mut dst, 12).unwrap();
+        assert_eq!(dst, [7u8; 24]);
+    }
 
     #[test]
     fn split_dst_checks_bounds_and_overlap() {

@@ -1,5 +1,5 @@
 //! Bad input from callers or from disk is a typed error: nothing is written, nothing panics, and
-//! the store stays usable afterwards (FORMAT.md §8 and §11).
+//! the store stays usable afterwards (docs/format.md "Opening a store" and "Table entry").
 
 mod common;
 
@@ -105,6 +105,9 @@ fn unknown_codec_tag_and_entries_past_their_chunk_are_corrupt() {
     let mut dst = vec![0u8; 2000];
     let err = store.gather(&[2], &mut dst, &[0]).unwrap_err();
     assert!(matches!(err, Error::Corrupt { ref detail, .. } if detail.contains("codec tag 7")), "{err}");
+    // The damage is located: the table entry's offset in meta.zr.
+    assert_eq!(err.file(), Some(tmp.path().join("meta.zr").as_path()));
+    assert_eq!(err.offset(), Some(16 + 16 * 2), "{err}");
     assert_eq!(store.gather(&[0], &mut dst, &[0]).map_err(|e| e.to_string()), Ok(()));
     // 0.zr is 120 bytes; record 1 lives at 40..100 and record 2 after it: now cut record 1 too.
     drop(store);
@@ -112,6 +115,7 @@ fn unknown_codec_tag_and_entries_past_their_chunk_are_corrupt() {
     let store = Store::open(tmp.path()).unwrap();
     let err = store.gather(&[1], &mut dst, &[0]).unwrap_err();
     assert!(matches!(err, Error::Corrupt { ref file, .. } if file.ends_with("0.zr")), "{err}");
+    assert_eq!(err.offset(), Some(40), "the record's start in 0.zr: {err}");
     assert!(store.gather(&[0], &mut dst, &[0]).is_ok(), "the readable record still reads");
 }
 
@@ -140,6 +144,7 @@ fn bad_meta_files_are_refused_at_open() {
     let short = full[..full.len() - 1].to_vec();
     let err = case("short", Some(short)).unwrap_err();
     assert!(matches!(err, Error::Corrupt { ref detail, .. } if detail.contains("3215 bytes")), "{err}");
+    assert_eq!((err.offset(), err.file().map(|f| f.ends_with("meta.zr"))), (Some(3215), Some(true)));
     let mut over = full.clone();
     over[12..16].copy_from_slice(&((1u32 << 24) + 1).to_le_bytes());
     assert!(matches!(case("over", Some(over)), Err(Error::Corrupt { .. })));

@@ -1,46 +1,60 @@
-//! Every committed fuzz crasher (`fuzz/regressions/<target>/*`) and every reference fixture run
+//! Every committed fuzz input (`fuzz/regressions/<target>/*`) and every reference fixture runs
 //! through the fuzz harnesses without a panic: a bug the fuzzer found stays fixed, and the
-//! harnesses themselves are exercised on real stores in every test run.
+//! harnesses themselves are exercised on real stores in every test run. Each target keeps at
+//! least one committed input, and every file in its folder is replayed (none is skipped), so an
+//! empty or unreadable folder fails instead of passing vacuously.
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::fixtures;
 use loaderx_native::fuzzing;
 
-fn regressions(target: &str) -> Vec<(String, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions").join(target);
-    let mut out: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().is_some_and(|n| !n.to_string_lossy().starts_with('.')))
-        .map(|p| (p.display().to_string(), std::fs::read(&p).unwrap()))
-        .collect();
-    out.sort();
-    out
+/// The folder of committed inputs for one cargo-fuzz target.
+fn regressions_dir(target: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions").join(target)
 }
 
-fn read_or_empty(path: &Path) -> Vec<u8> {
-    std::fs::read(path).unwrap_or_default()
+/// Runs `harness` on every file in `fuzz/regressions/<target>/` and returns how many it ran.
+/// Anything in the folder that is not a readable file fails the test.
+fn replay(target: &str, mut harness: impl FnMut(&[u8])) -> usize {
+    let dir = regressions_dir(target);
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    let mut replayed = 0;
+    for path in &paths {
+        let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        eprintln!("replaying {}", path.display());
+        harness(&data);
+        replayed += 1;
+    }
+    replayed
 }
 
 #[test]
 fn committed_crashers_replay_cleanly() {
     let scratch = tempfile::tempdir().unwrap();
-    for (name, data) in regressions("format") {
-        eprintln!("replaying {name}");
-        fuzzing::format(&data);
+    let counts = [
+        ("format", replay("format", fuzzing::format)),
+        ("schema", replay("schema", fuzzing::schema)),
+        ("decode", replay("decode", fuzzing::decode)),
+        ("store", replay("store", |data| fuzzing::store(data, &scratch.path().join("s")))),
+    ];
+    for (target, replayed) in counts {
+        let dir = regressions_dir(target);
+        let present = std::fs::read_dir(&dir).unwrap().count();
+        eprintln!("fuzz/regressions/{target}: {replayed} of {present} files replayed");
+        assert!(replayed > 0, "{}: no committed inputs to replay", dir.display());
+        assert_eq!(replayed, present, "{}: every file is replayed", dir.display());
     }
-    for (_, data) in regressions("schema") {
-        fuzzing::schema(&data);
-    }
-    for (_, data) in regressions("decode") {
-        fuzzing::decode(&data);
-    }
-    for (_, data) in regressions("store") {
-        fuzzing::store(&data, &scratch.path().join("s"));
-    }
+}
+
+fn read_or_empty(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_default()
 }
 
 #[test]

@@ -12,8 +12,9 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use common::{pack, read_all, record};
+use loaderx_core::schema::Kind as SchemaKind;
 use loaderx_native::faults::{self, Kind};
-use loaderx_native::{Codec, IoOp, Store};
+use loaderx_native::{read_schema, write_schema, Codec, IoOp, Schema, Store};
 
 const SEED: u64 = 0xFA17;
 
@@ -62,6 +63,11 @@ fn trimmed(dir: &Path) {
     chunk.set_len(u64::from(header.tail_offset)).unwrap();
 }
 
+/// The schema the `write_schema` case starts with (`n == 1`) and writes (`n == 2`).
+fn schema(n: u64) -> Schema {
+    Schema::new(SchemaKind::Ragged, "<u2", &[n, 3], "zstd")
+}
+
 fn dict_samples() -> (Vec<u8>, Vec<usize>) {
     let samples: Vec<Vec<u8>> =
         (0..300).map(|k| format!("sample {k} of a small corpus: {}", k % 13).into_bytes()).collect();
@@ -90,6 +96,14 @@ const CASES: &[Case] = &[
             let (buf, sizes) = dict_samples();
             s.train_dict(&buf, &sizes, 4096).map(drop)
         },
+    },
+    Case {
+        name: "write_schema",
+        setup: |dir| {
+            base(dir);
+            write_schema(dir, &schema(1)).unwrap();
+        },
+        op: |s| write_schema(s.path(), &schema(2)),
     },
 ];
 
@@ -165,6 +179,14 @@ fn check_consistent(dir: &Path, label: &str, before: &[Vec<u8>], after: &[Vec<u8
         assert!(before.is_empty(), "{label}: meta.zr vanished");
         return; // the store was never created: the state before
     }
+    // The schema is the one before or the one after, whole, and no temporary file is left.
+    let schema = read_schema(dir).unwrap_or_else(|e| panic!("{label}: schema unreadable: {e}"));
+    let whole = match &schema {
+        None => !label.starts_with("write_schema"),
+        Some(s) => *s == self::schema(1) || *s == self::schema(2),
+    };
+    assert!(whole, "{label}: schema is {schema:?}");
+    assert!(!dir.join("schema.msgpack.tmp").exists(), "{label}: schema.msgpack.tmp left behind");
     let store = Store::open(dir).unwrap_or_else(|e| panic!("{label}: reopen failed: {e}"));
     let report = store.verify(|_, _| {});
     assert!(report.bad.is_empty(), "{label}: verify found {:?}", report.bad);

@@ -1,55 +1,51 @@
-//! Maps store errors to the Python exception classes of `loaderx.errors`, in one `match`.
+//! Maps every error to the Python exception classes of `loaderx.errors`, in one `match` on its
+//! kind (`loaderx_core::error::ErrorKind`).
 //!
-//! Every class derives from `ZrecordError` (the reference's exception, with its numeric `code`),
-//! and where Python users expect a builtin it derives from that too: `IndexError`, `ValueError`,
-//! `OSError`.
+//! Every class derives from `ZrecordError` (the reference's exception, with its numeric `code`,
+//! which comes from the kind), and where Python users expect a builtin it derives from that too:
+//! `IndexError`, `ValueError`, `OSError`. Corrupt-data errors carry `file` and `offset`, and
+//! errors about one record its `index`, as attributes.
 
-use loaderx_native::Error;
+use loaderx_core::error::{Classify, ErrorKind};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
-/// The reference's error codes (`loaderx/zrecord.py`), kept so `err.code` means the same.
-mod code {
-    pub(super) const IO: i32 = -2;
-    pub(super) const INDEX: i32 = -3;
-    pub(super) const RECORD_SIZE: i32 = -4;
-    pub(super) const FULL: i32 = -5;
-    pub(super) const BUFFER: i32 = -6;
-    pub(super) const DECODE: i32 = -7;
-    pub(super) const NOT_A_STORE: i32 = -8;
-    pub(super) const DICT: i32 = -9;
-    pub(super) const LOCKED: i32 = -10;
-}
-
-/// `(class name in loaderx.errors, code)` for an error.
-fn class_of(e: &Error) -> (&'static str, i32) {
-    match e {
-        Error::Io { .. } => ("StoreIOError", code::IO),
-        Error::NotFound(_) => ("StoreNotFoundError", code::IO),
-        Error::NotADirectory(_) => ("StoreIOError", code::IO),
-        Error::NotAStore { .. } => ("NotAStoreError", code::NOT_A_STORE),
-        Error::Corrupt { .. } => ("CorruptStoreError", code::DECODE),
-        Error::IndexOutOfRange { .. } => ("StoreIndexError", code::INDEX),
-        Error::RecordSize { .. } => ("RecordSizeError", code::RECORD_SIZE),
-        Error::BadArgument(_) => ("BadArgumentError", code::BUFFER),
-        Error::Full(_) => ("StoreFullError", code::FULL),
-        Error::Locked(_) => ("StoreLockedError", code::LOCKED),
-        Error::Dictionary(_) => ("DictionaryError", code::DICT),
-        Error::Decode { .. } => ("CorruptStoreError", code::DECODE),
-        Error::Codec(_) => ("DictionaryError", code::DICT),
-        _ => ("ZrecordError", code::IO),
+/// The class in `loaderx.errors` for a kind.
+fn class_of(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::NotFound => "StoreNotFoundError",
+        ErrorKind::Io => "StoreIOError",
+        ErrorKind::NotAStore => "NotAStoreError",
+        ErrorKind::Corrupt => "CorruptStoreError",
+        ErrorKind::Index => "StoreIndexError",
+        ErrorKind::RecordSize => "RecordSizeError",
+        ErrorKind::Argument => "BadArgumentError",
+        ErrorKind::TooLarge => "StoreFullError",
+        ErrorKind::Locked => "StoreLockedError",
+        ErrorKind::Dictionary => "DictionaryError",
+        ErrorKind::Closed => "StoreClosedError",
+        _ => "ZrecordError",
     }
 }
 
-/// The Python exception for a store error.
-pub(crate) fn to_py(e: Error) -> PyErr {
-    let (class, code) = class_of(&e);
-    let message = e.to_string();
+/// The Python exception of a kind, with the error's fields.
+fn build(
+    kind: ErrorKind,
+    message: String,
+    file: Option<String>,
+    offset: Option<u64>,
+    index: Option<u64>,
+) -> PyErr {
     Python::attach(|py| {
-        let built = py
-            .import("loaderx.errors")
-            .and_then(|m| m.getattr(class))
-            .and_then(|cls| cls.call1((code, message.clone())));
+        let built = (|| {
+            let cls = py.import("loaderx.errors")?.getattr(class_of(kind))?;
+            let fields = PyDict::new(py);
+            fields.set_item("file", file)?;
+            fields.set_item("offset", offset)?;
+            fields.set_item("index", index)?;
+            cls.call((kind.code(), message.clone()), Some(&fields))
+        })();
         match built {
             Ok(exc) => PyErr::from_value(exc),
             // The package is not importable (the module used on its own): still a clear error.
@@ -58,7 +54,34 @@ pub(crate) fn to_py(e: Error) -> PyErr {
     })
 }
 
+/// The Python exception for a store error.
+pub(crate) fn to_py(e: loaderx_native::Error) -> PyErr {
+    let file = e.file().map(|p| p.to_string_lossy().into_owned());
+    build(e.kind(), e.to_string(), file, e.offset(), e.index())
+}
+
+/// The Python exception for any core error (sampler, schema, plan).
+pub(crate) fn core_to_py(e: impl Classify + std::fmt::Display) -> PyErr {
+    let file = e.location().map(|at| at.file.name());
+    let offset = e.location().and_then(|at| at.offset);
+    build(e.kind(), e.to_string(), file, offset, e.index())
+}
+
+/// A caller's argument is wrong.
+pub(crate) fn argument(message: String) -> PyErr {
+    build(ErrorKind::Argument, message, None, None, None)
+}
+
 /// The error for a call on a closed handle.
 pub(crate) fn closed() -> PyErr {
-    PyValueError::new_err("I/O operation on a closed store")
+    build(ErrorKind::Closed, "I/O operation on a closed store".into(), None, None, None)
+}
+
+/// `{kind name: code}` for every kind: the one table of numeric codes `loaderx.errors` uses.
+pub(crate) fn codes(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let table = PyDict::new(py);
+    for kind in ErrorKind::ALL {
+        table.set_item(kind.name(), kind.code())?;
+    }
+    Ok(table)
 }

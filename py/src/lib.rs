@@ -6,6 +6,7 @@
 
 mod error;
 mod pool;
+mod schema;
 mod threads;
 
 use std::sync::{Arc, Mutex, RwLock};
@@ -14,14 +15,14 @@ use loaderx_core::format::{Codec, MAX_RECORD_LEN};
 use loaderx_core::sampler::{Mode, Sampler as CoreSampler};
 use loaderx_native::{OpenOptions, Store as NativeStore};
 use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray1};
-use pyo3::exceptions::{PyMemoryError, PyValueError};
+use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::error::{closed, to_py};
+use crate::error::{closed, core_to_py, to_py};
 
 fn codec(tag: u8) -> PyResult<Codec> {
-    Codec::from_tag(tag).ok_or_else(|| PyValueError::new_err(format!("unknown codec tag {tag}")))
+    Codec::from_tag(tag).ok_or_else(|| crate::error::argument(format!("unknown codec tag {tag}")))
 }
 
 /// A record store handle. Thread-safe: every method may be called from any thread.
@@ -76,6 +77,20 @@ impl Store {
         Ok(PyArray1::from_vec(py, lens))
     }
 
+    /// Logical lengths of records `idxs`, each checked to fit `schema` (core's one rule).
+    fn lengths_fitting<'py>(
+        &self,
+        py: Python<'py>,
+        idxs: PyReadonlyArray1<'py, u64>,
+        schema: &schema::Schema,
+    ) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let store = self.get()?;
+        let layout = schema.layout()?;
+        let idxs = idxs.as_slice()?;
+        let lens = py.detach(|| store.lengths_fitting(idxs, layout)).map_err(to_py)?;
+        Ok(PyArray1::from_vec(py, lens))
+    }
+
     /// Decodes records `idxs` into the byte array `dst` at byte `offsets`.
     fn gather(
         &self,
@@ -103,7 +118,7 @@ impl Store {
         let len = (idxs.len() as u64)
             .checked_mul(stride)
             .and_then(|n| usize::try_from(n).ok())
-            .ok_or_else(|| PyValueError::new_err("batch too large"))?;
+            .ok_or_else(|| crate::error::argument("batch too large".into()))?;
         let mut buffer = pool::take(len);
         py.detach(|| threads::run(|| store.gather_fixed(idxs, buffer.as_mut_slice(), stride)))
             .map_err(to_py)?;
@@ -160,6 +175,21 @@ impl Store {
         py.detach(|| store.train_dict(samples, &sizes, target)).map_err(to_py)
     }
 
+    /// Trains the dictionary on the batch packed in `src` by the converters' rule (up to 8192
+    /// evenly spaced records; `capacity` bytes, by default 1% of the sample within 8 KiB..1 MiB).
+    #[pyo3(signature = (src, offsets, capacity = None))]
+    fn train_dict_for(
+        &self,
+        py: Python<'_>,
+        src: PyReadonlyArray1<'_, u8>,
+        offsets: PyReadonlyArray1<'_, u64>,
+        capacity: Option<usize>,
+    ) -> PyResult<usize> {
+        let store = self.get()?;
+        let (src, offsets) = (src.as_slice()?, offsets.as_slice()?);
+        py.detach(|| store.train_dict_for(src, offsets, capacity)).map_err(to_py)
+    }
+
     fn has_dict(&self) -> PyResult<bool> {
         Ok(self.get()?.has_dict())
     }
@@ -188,9 +218,8 @@ impl Sampler {
 impl Sampler {
     #[new]
     fn new(length: u64, batch_size: u64, mode: u8, seed: u64) -> PyResult<Self> {
-        let mode = Mode::try_from(mode).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let sampler = CoreSampler::new(length, batch_size, mode, seed)
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let mode = Mode::try_from(mode).map_err(core_to_py)?;
+        let sampler = CoreSampler::new(length, batch_size, mode, seed).map_err(core_to_py)?;
         Ok(Sampler { inner: Mutex::new(sampler) })
     }
 
@@ -198,7 +227,7 @@ impl Sampler {
     fn next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<u64>>> {
         let mut sampler = self.lock();
         let mut out = batch_buffer(sampler.batch_len())?;
-        sampler.next_into(&mut out).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        sampler.next_into(&mut out).map_err(core_to_py)?;
         Ok(PyArray1::from_vec(py, out))
     }
 
@@ -206,7 +235,7 @@ impl Sampler {
     fn batch_at<'py>(&self, py: Python<'py>, step: u64) -> PyResult<Bound<'py, PyArray1<u64>>> {
         let sampler = self.lock().clone();
         let mut out = batch_buffer(sampler.batch_len())?;
-        sampler.batch_at(step, &mut out).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        sampler.batch_at(step, &mut out).map_err(core_to_py)?;
         Ok(PyArray1::from_vec(py, out))
     }
 
@@ -234,10 +263,27 @@ fn batch_buffer(len: usize) -> PyResult<Vec<u64>> {
     Ok(out)
 }
 
+/// Runs the `loaderx` command-line tool (the native one) on `argv` (program name first) and
+/// returns its exit code. The GIL is released while it runs.
+#[pyfunction]
+fn cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> u8 {
+    py.detach(|| loaderx_native::cli::run(argv))
+}
+
 #[pymodule(gil_used = false)]
 fn _loaderx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Store>()?;
+    m.add_class::<schema::Schema>()?;
+    m.add_function(wrap_pyfunction!(cli, m)?)?;
+    m.add("ERROR_CODES", error::codes(m.py())?)?;
     m.add_class::<Sampler>()?;
+    let codecs = PyDict::new(m.py());
+    for c in Codec::ALL {
+        codecs.set_item(c.name(), c as u8)?;
+    }
+    m.add("CODECS", codecs)?;
+    m.add("SCHEMA_FILE", loaderx_core::schema::SCHEMA_FILE)?;
+    m.add("FORMAT", loaderx_core::schema::FORMAT)?;
     m.add("MAX_RECORD_LEN", MAX_RECORD_LEN)?;
     m.add("MAX_RECORDS", loaderx_core::format::MAX_RECORDS)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

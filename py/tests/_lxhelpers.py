@@ -179,7 +179,8 @@ def used_bytes_digest(store):
 
 
 def table_codecs(store):
-    """The compress tag of every live table entry, read straight from meta.zr (FORMAT.md §2)."""
+    """The compress tag of every live table entry, read straight from meta.zr
+    (docs/format.md "Table entry")."""
     with open(Path(store) / "meta.zr", "rb") as f:
         header = f.read(16)
         length = int.from_bytes(header[12:16], "little")

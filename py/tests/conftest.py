@@ -119,7 +119,7 @@ def _copy_prefix(src, dst, size):
 
 def _trimmed_copy(src, dst):
     """Copies a store with meta.zr cut to 16 + 16 * length and each chunk file cut to the end of
-    the last live record in it (FORMAT.md: readers accept both)."""
+    the last live record in it (docs/format.md "Files": readers accept both)."""
     import numpy as np
 
     dst.mkdir(parents=True)

@@ -655,7 +655,7 @@ def test_append_with_any_source_offsets_and_codec(data):
 
 
 def model_delete(records, norm):
-    """FORMAT.md section 5: duplicates dropped, largest index first, each hole filled by the last record."""
+    """docs/format.md "Delete and compact": duplicates dropped, largest index first, each hole filled by the last record."""
     records = list(records)
     for i in sorted(set(norm), reverse=True):
         records[i] = records[-1]

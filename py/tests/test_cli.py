@@ -60,6 +60,6 @@ def test_verify_and_compact(tmp_path):
 def test_missing_store_is_exit_2_and_not_created(tmp_path):
     for cmd in ("info", "stats", "verify", "compact", "head"):
         code, _, err = run(cmd, tmp_path / "nothing")
-        assert code == 2 and "meta.zr is missing" in err, cmd
+        assert code == 2 and "no store at" in err and "does not exist" in err, cmd
     assert not (tmp_path / "nothing").exists()
     assert run("frobnicate")[0] == 2

@@ -18,20 +18,20 @@ the plain in-process API of that interpreter.
 
 Outcomes are counted as *detected* (a step raised, or verify() listed a bad record),
 *identical* (no complaint, and the same records as the pristine store), or *different* (no
-complaint, other data). The format has no checksums (FORMAT.md section 4: "No checksum"), so some
+complaint, other data). The format has no checksums (docs/format.md "Opening a store"), so some
 undetected changes are unavoidable. A flipped payload byte of a raw record reads back changed.
 So can a flipped literal inside a zstd frame or the dictionary's content, and so can a smaller
 ``length`` or a raw ``offset`` that still points inside 0.zr. Where the format does make
 detection possible, it is asserted (see ``must_detect_meta``):
 
-* a meta.zr cut short of ``16 + 16·length`` bytes (FORMAT.md section 11),
-* a changed magic or version (section 2),
+* a meta.zr cut short of ``16 + 16·length`` bytes (docs/format.md "Header" and "Opening a store"),
+* a changed magic or version ("Header"),
 * a ``length`` larger than the table (the fixtures' meta.zr is cut to exactly the table),
 * a live entry whose chunk file does not exist, whose codec tag is not 0/1/2, whose logical
   length is outside 1..2^20, whose bytes run past the end of its chunk file, or a compressed
-  entry whose logical length no longer matches its frame (sections 3, 4 and 11).
+  entry whose logical length no longer matches its frame ("Table entry" and "Codecs").
 
-Flips of an entry's reserved byte must read back identical ("ignored on read", section 2), and a
+Flips of an entry's reserved byte must read back identical ("written 0, ignored", "Table entry"), and a
 flipped chunk byte that no live record covers can never change what is read.
 
 With LOADERX_RELIABILITY_OUT=<dir>, the counts go to <dir>/py_corruption.json: inputs per store
@@ -100,7 +100,7 @@ def meta_field(pos):
 
 
 def must_detect_meta(meta, table, pos, new_byte, chunk_sizes):
-    """Why FORMAT.md guarantees a reader can detect meta.zr (whose parsed ``table`` is given)
+    """Why docs/format.md guarantees a reader can detect meta.zr (whose parsed ``table`` is given)
     with byte ``pos`` set to ``new_byte``, or None when it cannot (or need not).
     ``chunk_sizes``: chunk id -> size of the chunk files that exist."""
     old_len, old_entries = table

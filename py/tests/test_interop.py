@@ -44,7 +44,7 @@ def f32_rows(n=40):
 
 
 def swap_last_delete(items, idxs):
-    """FORMAT.md §5, independently: drop duplicates, largest first, move the last into the hole."""
+    """docs/format.md "Delete and compact", independently: drop duplicates, largest first, move the last into the hole."""
     items = list(items)
     for i in sorted(set(idxs), reverse=True):
         items[i] = items[-1]
@@ -254,7 +254,7 @@ def test_reference_appends_to_our_store_and_back(ref_python, tmp_path):
     with DenseDataset(store) as ds:
         assert len(ds) == 200
         assert ds[:].tobytes() == rows[:200].tobytes()
-        assert ds.schema["codec"] == "raw"  # the latest converter call's codec (FORMAT.md §6)
+        assert ds.schema["codec"] == "raw"  # the latest converter call's codec (docs/format.md "schema.msgpack")
     tags = table_codecs(store)
     assert set(np.unique(tags[100:150])) <= {0, 2} and (tags[100:150] == 2).any()  # reused our dictionary
     assert (tags[150:200] == 0).all()

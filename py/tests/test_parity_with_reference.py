@@ -2,12 +2,12 @@
 
 scripts/parity_cases.py runs once under each interpreter (separate processes, PYTHONPATH unset)
 and prints JSON. Pinned as identical: Zrecord append/gather/lengths/stats/has_dict, the delete
-orders of FORMAT.md §5 and compact, the bytes of every store the converters write (schema.msgpack,
-meta.zr table, chunk bytes, dict.zr) for many dtypes and all codecs, every DenseDataset /
-RaggedDataset indexing form, SEQUENTIAL sampler batches and seeks, and the first batches of a
-one-worker SEQUENTIAL DataLoader. IID/CYCLIC streams may differ, but only in values, not in
-shape rules. Where the reference raises, ours raises an instance of the same class names (ours
-are subclasses: ZrecordError that is also IndexError, ...) with the same ``code``.
+orders (docs/format.md "Delete and compact") and compact, the bytes of every store the converters
+write (schema.msgpack, meta.zr table, chunk bytes, dict.zr) for many dtypes and all codecs,
+every DenseDataset / RaggedDataset indexing form, SEQUENTIAL sampler batches and seeks, and the
+first batches of a one-worker SEQUENTIAL DataLoader. IID/CYCLIC streams may differ, but only in
+values, not in shape rules. Where the reference raises, ours raises an instance of the same class
+names (ours are subclasses: ZrecordError that is also IndexError, ...) with the same ``code``.
 """
 
 import msgpack
@@ -16,7 +16,7 @@ import pytest
 
 from _lxhelpers import OUR_PYTHON, SCRIPTS, run_json
 
-# FORMAT.md §5: deleting from records 0..5, the resulting order.
+# docs/format.md "Delete and compact": deleting from records 0..5, the resulting order.
 FORMAT_DELETE_TABLE = {
     "[1, 3]": [0, 4, 2, 5],
     "[3, 1]": [0, 4, 2, 5],
@@ -86,7 +86,7 @@ def test_from_numpy_writes_identical_stores(results, name):
 
 
 def test_schema_bytes_follow_format_doc(results):
-    """FORMAT.md §6: key order, str types and the documented dtype strings."""
+    """docs/format.md "schema.msgpack": key order, str types and the documented dtype strings."""
     ours, _ = results
     conv = ours["converters_from_numpy"]
     want_dtype = {"u8_raw": "|u1", "f32_zstd": "<f4", "i64_1d": "<i8", "bool": "|b1", "f16": "<f2", "be_i4": ">i4",

@@ -1,58 +1,83 @@
 //! The one conversion from Rust errors to JavaScript: an `Error` named `LoaderxError` with a
-//! stable `code` (and `index` when the error is about one record).
+//! stable `code`, plus `index`, `file` and `offset` when the error is about one record or about
+//! bytes on disk.
 //!
-//! Codes: `LOADERX_NOT_A_STORE`, `LOADERX_CORRUPT`, `LOADERX_INDEX`, `LOADERX_ARGUMENT`,
-//! `LOADERX_TOO_LARGE`. The JS package adds the I/O codes (`LOADERX_IO`, `LOADERX_NOT_FOUND`,
-//! `LOADERX_NO_RANGE`, `LOADERX_CLOSED`).
+//! Every error is classified by `loaderx_core::error::Classify`, and [`code`] maps each kind to
+//! its `LOADERX_*` code in one `match`. The JS package adds the codes of its own I/O
+//! (`LOADERX_IO`, `LOADERX_NOT_FOUND`, `LOADERX_NO_RANGE`, `LOADERX_CLOSED`) from the same list.
 
-use loaderx_core::format::FormatError;
-use loaderx_core::read::ReadError;
-use loaderx_core::sampler::SamplerError;
-use loaderx_core::schema::SchemaError;
+use loaderx_core::error::{Classify, ErrorKind};
 use wasm_bindgen::JsValue;
 
-/// Builds the JS error.
-pub(crate) fn js_error(code: &str, message: &str, index: Option<u64>) -> JsValue {
-    let err = js_sys::Error::new(message);
-    err.set_name("LoaderxError");
+/// The `LOADERX_*` code of a kind.
+pub(crate) fn code(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::NotFound => "LOADERX_NOT_FOUND",
+        ErrorKind::NotAStore => "LOADERX_NOT_A_STORE",
+        ErrorKind::Corrupt => "LOADERX_CORRUPT",
+        ErrorKind::Index => "LOADERX_INDEX",
+        ErrorKind::TooLarge => "LOADERX_TOO_LARGE",
+        ErrorKind::Io => "LOADERX_IO",
+        ErrorKind::Closed => "LOADERX_CLOSED",
+        // Nothing the reader does appends, locks or trains: these can only be a caller's doing.
+        ErrorKind::Argument | ErrorKind::RecordSize | ErrorKind::Dictionary | ErrorKind::Locked => {
+            "LOADERX_ARGUMENT"
+        }
+        _ => "LOADERX_ARGUMENT",
+    }
+}
+
+fn set(err: &js_sys::Error, key: &str, value: JsValue) {
     // Setting a property on a fresh Error object cannot fail; if it somehow did, the error
     // would still carry its message.
-    let _ = js_sys::Reflect::set(&err, &"code".into(), &code.into());
+    let _ = js_sys::Reflect::set(err, &key.into(), &value);
+}
+
+/// Builds the JS error of a kind.
+pub(crate) fn js_error(kind: ErrorKind, message: &str, index: Option<u64>) -> js_sys::Error {
+    let err = js_sys::Error::new(message);
+    err.set_name("LoaderxError");
+    set(&err, "code", code(kind).into());
     if let Some(i) = index {
-        let _ = js_sys::Reflect::set(&err, &"index".into(), &JsValue::from_f64(i as f64));
+        set(&err, "index", JsValue::from_f64(i as f64));
+    }
+    err
+}
+
+/// The JS error of any classified error, with its record and location.
+pub(crate) fn to_js(e: &(impl Classify + std::fmt::Display)) -> JsValue {
+    let err = js_error(e.kind(), &e.to_string(), e.index());
+    if let Some(at) = e.location() {
+        set(&err, "file", at.file.name().into());
+        if let Some(offset) = at.offset {
+            set(&err, "offset", JsValue::from_f64(offset as f64));
+        }
     }
     err.into()
 }
 
-/// The stable code of a read error.
-pub(crate) fn read_code(e: &ReadError) -> &'static str {
-    match e {
-        // A meta.zr too short to hold a header is not a store either.
-        ReadError::Format(
-            FormatError::NotAStore { .. } | FormatError::MetaTooShort { length: 0, needed: 16, .. },
-        ) => "LOADERX_NOT_A_STORE",
-        ReadError::Index { .. } => "LOADERX_INDEX",
-        ReadError::TooLarge { .. } => "LOADERX_TOO_LARGE",
-        _ => "LOADERX_CORRUPT",
-    }
+/// `map_err` form of [`to_js`].
+pub(crate) fn js<E: Classify + std::fmt::Display>(e: E) -> JsValue {
+    to_js(&e)
 }
 
-pub(crate) fn from_read(e: ReadError) -> JsValue {
-    js_error(read_code(&e), &e.to_string(), e.index())
-}
-
-pub(crate) fn from_format(e: FormatError) -> JsValue {
-    from_read(e.into())
-}
-
-pub(crate) fn from_schema(e: SchemaError) -> JsValue {
-    js_error("LOADERX_CORRUPT", &format!("schema.msgpack: {e}"), None)
-}
-
-pub(crate) fn from_sampler(e: SamplerError) -> JsValue {
-    js_error("LOADERX_ARGUMENT", &e.to_string(), None)
-}
-
+/// A caller's argument is wrong.
 pub(crate) fn argument(message: &str) -> JsValue {
-    js_error("LOADERX_ARGUMENT", message, None)
+    js_error(ErrorKind::Argument, message, None).into()
+}
+
+/// An index that is no index: negative, fractional, NaN or infinite (a JavaScript number
+/// turned into a store index at the edge; the range check is core's).
+pub(crate) fn not_an_index(x: f64, length: u64) -> JsValue {
+    let message = format!("index {x} is not an integer index into a store of {length} records");
+    js_error(ErrorKind::Index, &message, None).into()
+}
+
+/// A store's `schema.msgpack` that breaks the rules (its message names the file).
+pub(crate) fn schema(e: loaderx_core::schema::SchemaError) -> JsValue {
+    let err = js_error(e.kind(), &format!("schema.msgpack: {e}"), None);
+    if let Some(at) = e.location() {
+        set(&err, "file", at.file.name().into());
+    }
+    err.into()
 }

@@ -9,12 +9,12 @@
 use loaderx_core::codec::{Decoder, Dictionary};
 use loaderx_core::format::{Header, MAX_CHUNKS};
 use loaderx_core::read::{self, GatherPlan, PlanRules, ReadError, ReadRange, Slot, TableCache};
-use loaderx_core::schema::{Kind, Schema};
+use loaderx_core::schema::{Layout, Schema};
 use loaderx_core::stats::Stats;
 use loaderx_core::view::ElementView;
 use wasm_bindgen::prelude::*;
 
-use crate::error::{argument, from_format, from_read, from_schema, js_error, read_code};
+use crate::error::{argument, js, not_an_index, to_js};
 
 /// Largest decoded output of one call (512 MiB).
 pub const MAX_OUT: u64 = 512 << 20;
@@ -25,10 +25,9 @@ const TABLE_CACHE_CAP: usize = 64 << 20;
 #[derive(Debug)]
 struct Typed {
     schema: Schema,
-    kind: Kind,
+    layout: Layout,
     view: ElementView,
     item_shape: Vec<u64>,
-    item_bytes: u64,
 }
 
 /// An open store, minus its I/O.
@@ -57,13 +56,13 @@ fn set(obj: &js_sys::Object, key: &str, value: impl Into<JsValue>) {
 
 #[wasm_bindgen]
 impl Reader {
-    /// Opens a store from the first bytes of `meta.zr` (at least 16; fewer is "not a store")
+    /// Opens a store from the first bytes of `meta.zr` (at least 16; fewer is a corrupt store)
     /// and the size of `meta.zr`. Add `schema.msgpack`, `dict.zr` and the chunk sizes next.
     #[wasm_bindgen(constructor)]
     pub fn new(header: &[u8], meta_len: f64) -> Result<Reader, JsValue> {
         let meta_len = size(meta_len, "meta.zr size")?;
-        let header = Header::read(header).map_err(from_format)?;
-        header.validate(meta_len).map_err(from_format)?;
+        let header = Header::read(header).map_err(js)?;
+        header.validate(meta_len).map_err(js)?;
         Ok(Reader {
             header,
             chunk_lens: Vec::new(),
@@ -76,7 +75,7 @@ impl Reader {
     /// Parses and checks the bytes of `schema.msgpack`.
     #[wasm_bindgen(js_name = setSchema)]
     pub fn set_schema(&mut self, bytes: &[u8]) -> Result<(), JsValue> {
-        self.typed = Some(parse_schema(bytes).map_err(from_schema)?);
+        self.typed = Some(parse_schema(bytes).map_err(crate::error::schema)?);
         Ok(())
     }
 
@@ -126,14 +125,14 @@ impl Reader {
     pub fn schema(&self) -> JsValue {
         let Some(t) = &self.typed else { return JsValue::NULL };
         let o = js_sys::Object::new();
-        set(&o, "kind", t.kind.as_str());
+        set(&o, "kind", t.layout.kind.as_str());
         set(&o, "dtype", t.schema.dtype_str().unwrap_or_default());
         let shape: js_sys::Array = t.item_shape.iter().map(|&d| JsValue::from_f64(d as f64)).collect();
         set(&o, "itemShape", shape);
         set(&o, "codec", t.schema.codec().map_or(JsValue::NULL, JsValue::from));
         set(&o, "arrayType", t.view.array.name());
         set(&o, "extraDim", t.view.extra_dim.map_or(JsValue::NULL, |d| JsValue::from_f64(d as f64)));
-        set(&o, "itemBytes", JsValue::from_f64(t.item_bytes as f64));
+        set(&o, "itemBytes", JsValue::from_f64(t.layout.item_bytes as f64));
         o.into()
     }
 
@@ -147,7 +146,7 @@ impl Reader {
     /// must be read, and given to [`addTable`](Self::add_table), before planning them.
     #[wasm_bindgen(js_name = tableRanges)]
     pub fn table_ranges(&mut self, indices: &[f64]) -> Result<Vec<f64>, JsValue> {
-        let checked = read::check_indices(indices, u64::from(self.header.length)).map_err(from_read)?;
+        let checked = self.indices(indices)?;
         Ok(self.missing(checked))
     }
 
@@ -162,7 +161,7 @@ impl Reader {
     /// Caches table bytes read from `meta.zr` at `start`.
     #[wasm_bindgen(js_name = addTable)]
     pub fn add_table(&mut self, start: f64, bytes: &[u8]) -> Result<(), JsValue> {
-        self.table.insert(size(start, "start")?, bytes).map_err(from_read)
+        self.table.insert(size(start, "start")?, bytes).map_err(js)
     }
 
     /// Logical lengths (bytes) of records whose table pages are cached.
@@ -179,12 +178,11 @@ impl Reader {
         let rules = PlanRules {
             chunk_lens: &self.chunk_lens,
             // Raw reads return records as stored; typed reads need every dense record whole.
-            dense_item: self.typed.as_ref().filter(|t| typed && t.kind == Kind::Dense).map(|t| t.item_bytes),
-            view,
+            typed: self.typed.as_ref().filter(|_| typed).map(|t| (t.layout, t.view)),
             max_gap: size(max_gap, "maxGap")?,
             max_out: MAX_OUT,
         };
-        let inner = read::plan_gather(&entries, &rules, lenient).map_err(from_read)?;
+        let inner = read::plan_gather(&entries, &rules, lenient).map_err(js)?;
         Ok(Plan { inner, view, lenient })
     }
 
@@ -216,7 +214,7 @@ impl Reader {
             match result {
                 Ok(()) => {}
                 Err(e) if plan.lenient => plan.inner.bad.push((slot.index, e)),
-                Err(e) => return Err(from_read(e)),
+                Err(e) => return Err(to_js(&e)),
             }
         }
         Ok(out)
@@ -267,9 +265,26 @@ impl Reader {
         self.table.missing(indices).into_iter().flat_map(|r| [r.start as f64, r.end as f64]).collect()
     }
 
+    /// JavaScript numbers as store indices: whole and non-negative here (the edge), below the
+    /// length by core's one rule.
+    fn indices(&self, xs: &[f64]) -> Result<Vec<u64>, JsValue> {
+        let length = u64::from(self.header.length);
+        let indices = xs
+            .iter()
+            .map(|&x| {
+                if x >= 0.0 && x.fract() == 0.0 && x < 2f64.powi(64) {
+                    Ok(x as u64)
+                } else {
+                    Err(not_an_index(x, length))
+                }
+            })
+            .collect::<Result<Vec<u64>, JsValue>>()?;
+        read::check_indices(&indices, length).map_err(js)?;
+        Ok(indices)
+    }
+
     fn entries(&self, indices: &[f64]) -> Result<Vec<(u64, loaderx_core::format::RecordLoc)>, JsValue> {
-        let checked = read::check_indices(indices, u64::from(self.header.length)).map_err(from_read)?;
-        checked
+        self.indices(indices)?
             .into_iter()
             .map(|i| {
                 let loc = self
@@ -285,11 +300,10 @@ impl Reader {
 fn parse_schema(bytes: &[u8]) -> Result<Typed, loaderx_core::schema::SchemaError> {
     let schema = Schema::from_msgpack(bytes)?;
     schema.validate(None)?;
-    let kind = schema.kind()?;
+    let layout = Layout::of(&schema)?;
     let view = ElementView::of(&schema.dtype()?);
     let item_shape = schema.item_shape()?;
-    let item_bytes = schema.item_bytes()?;
-    Ok(Typed { schema, kind, view, item_shape, item_bytes })
+    Ok(Typed { schema, layout, view, item_shape })
 }
 
 /// A planned read: the chunk ranges to fetch and where each record lands.
@@ -327,7 +341,7 @@ impl Plan {
 
     /// Records set aside as bad (lenient plans), as `LoaderxError`s with `index` and `code`.
     pub fn bad(&self) -> js_sys::Array {
-        self.inner.bad.iter().map(|(i, e)| js_error(read_code(e), &e.to_string(), Some(*i))).collect()
+        self.inner.bad.iter().map(|(_, e)| to_js(e)).collect()
     }
 }
 

@@ -4,7 +4,7 @@
 use loaderx_core::sampler::{Mode, Sampler as CoreSampler};
 use wasm_bindgen::prelude::*;
 
-use crate::error::{argument, from_sampler};
+use crate::error::{argument, js};
 
 /// Largest length whose indices a JS number holds exactly.
 const MAX_SAFE: u64 = (1 << 53) - 1;
@@ -28,8 +28,8 @@ impl Sampler {
         if length > MAX_SAFE {
             return Err(argument("sampler length must be at most 2^53 - 1 in JavaScript"));
         }
-        let mode = Mode::try_from(mode).map_err(from_sampler)?;
-        let inner = CoreSampler::new(length, batch_size, mode, seed).map_err(from_sampler)?;
+        let mode = Mode::try_from(mode).map_err(js)?;
+        let inner = CoreSampler::new(length, batch_size, mode, seed).map_err(js)?;
         if inner.batch_len() > MAX_BATCH {
             return Err(argument("sampler batch size must be at most 2^24 in JavaScript"));
         }
@@ -51,7 +51,7 @@ impl Sampler {
     pub fn batch_at(&mut self, step: u64) -> Result<Vec<f64>, JsValue> {
         let n = self.inner.batch_len();
         self.buf.resize(n, 0);
-        let got = self.inner.batch_at(step, &mut self.buf).map_err(from_sampler)?;
+        let got = self.inner.batch_at(step, &mut self.buf).map_err(js)?;
         Ok(self.buf[..got].iter().map(|&i| i as f64).collect())
     }
 

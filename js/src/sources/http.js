@@ -8,12 +8,16 @@ const UNSATISFIED = /^bytes\s+\*\/(\d+)$/i;
 export class HttpSource {
   /**
    * @param {string|URL} base URL of the store directory.
-   * @param {{fetch?: typeof fetch, headers?: Record<string,string>}} [options]
+   * @param {{fetch?: typeof fetch, headers?: Record<string,string>, cacheBytes?: number}} [options]
+   *   A custom `fetch` is a function, which cannot be sent to a worker: such a source opens on
+   *   the calling thread only (see `descriptor`).
    */
   constructor(base, options = {}) {
     const url = String(base);
     this.base = url.endsWith('/') ? url : `${url}/`;
     this.label = url;
+    /** Whether `fetch` is the caller's own (then the source cannot move to a worker). */
+    this.customFetch = Boolean(options.fetch);
     this.fetch = options.fetch || globalThis.fetch.bind(globalThis);
     this.headers = options.headers || {};
     this.maxGap = 1 << 18;
@@ -93,7 +97,13 @@ export class HttpSource {
     return body.byteLength > end - start ? body.subarray(0, end - start) : body;
   }
 
+  /** What rebuilds this source in a worker; LOADERX_ARGUMENT with a custom fetch (a function
+   *  cannot be cloned to a worker). */
   descriptor() {
+    if (this.customFetch) {
+      throw loaderxError('LOADERX_ARGUMENT', `${this.label}: an HttpSource with a custom fetch cannot be opened in a worker (a function cannot be sent there); `
+        + 'open it with {worker: false, threads: false}');
+    }
     return { kind: 'http', base: this.base, headers: this.headers, cacheBytes: this.cacheBytes };
   }
   close() {}

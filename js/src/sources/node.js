@@ -1,6 +1,28 @@
-// A store directory on a local disk, read with positional reads (fs/promises).
+// A store directory on a local disk, read with positional reads (fs/promises), and what the
+// Node entry point opens: paths, URLs, `{name: bytes}` and sources.
 import { open, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { HttpSource } from './http.js';
+import { MemorySource } from './memory.js';
+import { loaderxError, describe } from '../errors.js';
+
+/**
+ * A directory path (or file: URL), an http(s) URL (string or URL), a source (kept as it is) or `{name: bytes}`
+ * as a source. Anything else (undefined, null, numbers, ...) is LOADERX_ARGUMENT.
+ * @param {unknown} value
+ */
+export function nodeSource(value) {
+  if (value instanceof URL && value.protocol === 'file:') return new NodeSource(fileURLToPath(value));
+  if (value instanceof URL || (typeof value === 'string' && /^https?:\/\//i.test(value))) return new HttpSource(value);
+  if (typeof value === 'string') return new NodeSource(value);
+  const v = /** @type {any} */ (value);
+  if (v != null && typeof v === 'object') {
+    if (typeof v.read === 'function' && typeof v.size === 'function') return v;
+    return new MemorySource(v);
+  }
+  throw loaderxError('LOADERX_ARGUMENT', `cannot open a store from ${describe(value)}: pass a directory path, an http(s) URL, {name: bytes} or a source`);
+}
 
 export class NodeSource {
   constructor(dir) {

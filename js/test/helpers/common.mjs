@@ -65,8 +65,13 @@ export function copyStore(src, dst) {
   return dst;
 }
 
-/** Every file of a store directory as `{name: Uint8Array}` (for MemorySource). */
+/**
+ * Every file of a store directory as `{name: Uint8Array}` (for MemorySource).
+ * @param {string} dir
+ * @returns {Record<string, Uint8Array>}
+ */
 export function readStoreFiles(dir) {
+  /** @type {Record<string, Uint8Array>} */
   const out = {};
   for (const name of readdirSync(dir)) {
     if (statSync(join(dir, name)).isFile()) out[name] = new Uint8Array(readFileSync(join(dir, name)));

@@ -5,7 +5,7 @@
 //
 // The page is served exactly as `loaderx-view` serves it (js/bin/loaderx-view.mjs: byte ranges,
 // COOP/COEP, so stores decode on the threaded build in a worker). Checked:
-//   overview   opened by URL: record count, schema, disk bytes, compression, reclaimable bytes and
+//   overview   opened by URL: record count, schema, apparent bytes, compression, reclaimable bytes and
 //              dictionary against Node's stats (js/src/node.js)
 //   pixels     every image tile's canvas pixels equal the record's bytes (gatherBytes in Node)
 //   paging     next page, jump to a record, random sample (the tiles are the CYCLIC sampler's
@@ -221,7 +221,7 @@ await test('overview of a store opened by URL', async (newPage) => {
     eq(v.dtype, ref.schema.dtype, `${name} dtype`);
     eq(v['item-shape'], JSON.stringify(ref.schema.itemShape), `${name} item shape`);
     eq(v.codec, ref.schema.codec, `${name} codec`);
-    eq(Number(v['disk-bytes']), st.diskBytes, `${name} disk bytes`);
+    eq(Number(v['apparent-bytes']), st.apparentBytes, `${name} apparent bytes`);
     near(Number(v.compression), st.compressionRatio, `${name} compression ratio`);
     eq(Number(v.reclaimable), st.reclaimable, `${name} reclaimable`);
     eq(v.dict, st.hasDict ? 'yes' : 'no', `${name} dictionary`);

@@ -19,16 +19,13 @@ import sys
 from itertools import chain
 from pathlib import Path
 
-import msgpack
 import numpy as np
 
-from .zrecord import CODECS, FORMAT, MAX_RECORD_LEN, SCHEMA, Zrecord
+from . import _loaderx
+from .zrecord import CODECS, MAX_RECORD_LEN, Zrecord
 
 __all__ = ["from_numpy", "from_iterator"]
 
-DICT_MIN = 8 << 10
-DICT_MAX = 1 << 20
-DICT_MAX_SAMPLES = 8192
 WRITE_CHUNK_BYTES = 64 << 20
 
 
@@ -71,70 +68,18 @@ def _check_codec(codec):
         raise ValueError(f"unknown codec {codec!r}, expected one of {sorted(CODECS)}")
 
 
-def _read_schema(path):
-    schema_path = path / SCHEMA
-    if not schema_path.is_file():
-        return None
-    return msgpack.unpackb(schema_path.read_bytes(), raw=False)
-
-
-def _key(schema):
-    return (schema.get("kind"), schema.get("dtype"), tuple(schema.get("item_shape", ()) or ()))
+def _describe(schema):
+    d = schema.to_dict()
+    return f"{d.get('kind')} {d.get('dtype')}{tuple(d.get('item_shape') or ())}"
 
 
 def _check_existing(path, schema):
-    """Refuse, before writing anything, to add data of another kind, dtype or shape."""
-    existing = _read_schema(path)
-    if existing is None or schema is None:
-        return existing
-    if _key(existing) != _key(schema):
-        k, d, s = _key(existing)
-        nk, nd, ns = _key(schema)
-        raise ValueError(f"{path} holds a different store ({k} {d}{s}), cannot append {nk} {nd}{ns}")
+    """Refuse, before writing anything, to add data of another kind, dtype or shape. Returns the
+    store's schema, if it has one."""
+    existing = _loaderx.Schema.read(os.fspath(path))
+    if existing is not None and schema is not None and not existing.compatible(schema):
+        raise ValueError(f"{path} holds a different store ({_describe(existing)}), cannot append {_describe(schema)}")
     return existing
-
-
-def _pack_schema(schema, codec, existing):
-    """The schema file's bytes, packed before any record is written so a schema that cannot be
-    encoded fails the call while the store is untouched."""
-    schema = dict(schema)
-    schema.setdefault("format", FORMAT)
-    schema.setdefault("version", 1)
-    schema.setdefault("codec", codec)
-    if existing is not None:
-        schema = {**existing, **schema}
-    try:
-        return msgpack.packb(schema, use_bin_type=True)
-    except (TypeError, ValueError, OverflowError) as e:
-        raise TypeError(f"schema cannot be saved as msgpack: {e}") from None
-
-
-def _write_schema(path, packed):
-    tmp = path / (SCHEMA + ".tmp")
-    tmp.write_bytes(packed)
-    os.replace(tmp, path / SCHEMA)
-
-
-def _row_bytes(schema):
-    """Bytes per row of a schema's dtype and item shape, or None if it does not say."""
-    try:
-        return np.dtype(schema["dtype"]).itemsize * int(np.prod(schema.get("item_shape") or [], dtype=np.int64))
-    except (KeyError, TypeError, ValueError):
-        return None
-
-
-def _train_dict(store, src, offsets, dict_size):
-    """Train on up to 8192 evenly spaced records of the first packed batch (as bytes)."""
-    n = len(offsets)
-    sizes = np.empty(n, dtype=np.uint64)
-    sizes[:-1] = np.diff(offsets)
-    sizes[-1] = src.nbytes - int(offsets[-1])
-    picks = np.unique(np.linspace(0, n - 1, min(n, DICT_MAX_SAMPLES)).astype(np.int64))
-    sample = np.concatenate([src[int(offsets[i]) : int(offsets[i] + sizes[i])] for i in picks])
-    target = dict_size
-    if target is None:
-        target = min(DICT_MAX, max(DICT_MIN, int(sample.nbytes) // 100))
-    store.train_dict(sample, sizes[picks], target)
 
 
 class _Writer:
@@ -154,7 +99,8 @@ class _Writer:
 
     def append(self, src, offsets):
         if self.need_dict:
-            _train_dict(self.store, src, offsets, self.dict_size)
+            # The converters' rule (which records, how big) is the engine's.
+            self.store._s.train_dict_for(src, offsets, self.dict_size)
             self.need_dict = False
         self.store.append(src, offsets)
         self.written += len(offsets)
@@ -212,17 +158,16 @@ def from_numpy(path, array, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dict_si
         raise TypeError("object arrays cannot be stored; convert them to a fixed-size dtype")
     if schema is None:
         schema = {"kind": "dense", "dtype": array.dtype.str, "item_shape": [int(d) for d in array.shape[1:]]}
-    else:
-        schema = dict(schema)
-        schema["kind"] = "dense"
     itemsize = int(np.prod(array.shape[1:], dtype=np.int64)) * array.dtype.itemsize
     if itemsize > MAX_RECORD_LEN:
         raise ValueError(f"sample of {itemsize} bytes exceeds the {MAX_RECORD_LEN} byte record limit")
     if itemsize == 0:
         raise ValueError("samples of 0 bytes cannot be stored (records are at least 1 byte)")
     path = Path(path)
+    schema = _loaderx.Schema.for_converter(dict(schema), "dense", codec)
     existing = _check_existing(path, schema) if path.is_dir() else None
-    packed = _pack_schema(schema, codec, existing)
+    if existing is not None:
+        schema = existing.updated(schema)
     step = max(1, int(chunk_bytes) // itemsize)
     writer = _Writer(path, codec, dict_size, _Progress(progress, len(array), f"converting {path.name}"))
     ok = False
@@ -234,7 +179,7 @@ def from_numpy(path, array, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dict_si
         ok = True
     finally:
         writer.finish(ok)
-    _write_schema(path, packed)
+    schema.write(os.fspath(path))
     return len(array)
 
 
@@ -278,15 +223,17 @@ def from_iterator(path, source, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dic
                 inferred = {"kind": "ragged", "dtype": a.dtype.str, "item_shape": shape}
     if schema is None:
         schema = inferred
-    else:
-        schema = dict(schema)
-        schema["kind"] = "ragged"
+    if schema is not None:
+        schema = _loaderx.Schema.for_converter(dict(schema), "ragged", codec)
     path = Path(path)
     existing = _check_existing(path, schema) if path.is_dir() else None
-    packed = _pack_schema(schema, codec, existing) if schema is not None else None
+    if existing is not None and schema is not None:
+        schema = existing.updated(schema)
     # What every record must be: as the first record, else as the store already holds.
-    expect = inferred if inferred is not None else existing
-    row = _row_bytes(expect) if expect is not None else None
+    if inferred is not None:
+        expect = _loaderx.Schema.for_converter(inferred, "ragged", codec)
+    else:
+        expect = existing
     total = getattr(source, "__len__", lambda: None)()
     writer = _Writer(path, codec, dict_size, _Progress(progress, total, f"converting {path.name}"))
     buf, sizes, acc = [], [], 0
@@ -303,17 +250,16 @@ def from_iterator(path, source, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dic
         for k, record in enumerate(source):
             b, a = _record_bytes(record)
             if a is not None and expect is not None:
-                shape = [int(d) for d in expect.get("item_shape") or []]
-                if a.dtype.str != expect.get("dtype") or [int(d) for d in a.shape[1:]] != shape:
+                shape = [int(d) for d in expect.item_shape]
+                if a.dtype.str != expect.dtype or [int(d) for d in a.shape[1:]] != shape:
                     raise ValueError(
                         f"record {k} is {a.dtype.str}{tuple(a.shape)}, but the store holds "
-                        f"{expect.get('dtype')} rows of shape {tuple(shape)}"
+                        f"{expect.dtype} rows of shape {tuple(shape)}"
                     )
-            elif row and b.size % row:
-                raise ValueError(
-                    f"record {k} is {b.size} bytes, not a whole number of {row}-byte "
-                    f"{expect.get('dtype')} rows"
-                )
+            elif expect is not None and b.size:
+                misfit = expect.misfit(k, b.size)
+                if misfit is not None:
+                    raise ValueError(misfit)
             if b.size == 0 or b.size > MAX_RECORD_LEN:
                 raise ValueError(f"record {k} of {b.size} bytes is outside the 1..{MAX_RECORD_LEN} byte record limit")
             buf.append(b)
@@ -326,6 +272,6 @@ def from_iterator(path, source, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dic
         ok = True
     finally:
         writer.finish(ok)
-    if packed is not None:
-        _write_schema(path, packed)
+    if schema is not None:
+        schema.write(os.fspath(path))
     return writer.written

@@ -18,11 +18,10 @@ import operator
 import os
 from pathlib import Path
 
-import msgpack
 import numpy as np
 
-from .errors import CorruptStoreError
-from .zrecord import FORMAT, SCHEMA, Zrecord, _indices
+from . import _loaderx
+from .zrecord import CODECS, SCHEMA, Zrecord, _indices
 
 __all__ = ["DenseDataset", "RaggedDataset", "pad"]
 
@@ -51,18 +50,11 @@ def pad(records, max_len=None, pad_value=0):
 
 
 def _open_schema(path, kind):
-    """Read and check the schema of the store at ``path`` for ``kind``."""
-    schema_path = path / SCHEMA
-    if not schema_path.is_file():
-        raise FileNotFoundError(f"{schema_path} not found; {path} is not a loaderx dataset")
-    try:
-        schema = msgpack.unpackb(schema_path.read_bytes(), raw=False)
-    except Exception as e:
-        raise ValueError(f"{schema_path} is not a valid schema: {e}") from None
-    if not isinstance(schema, dict) or schema.get("format") != FORMAT:
-        raise ValueError(f"{schema_path} is not a {FORMAT} schema")
-    if schema.get("kind") != kind:
-        raise ValueError(f"{schema_path} is a {schema.get('kind')!r} store, not {kind!r}")
+    """The schema of the store at ``path``, checked for ``kind`` by the engine."""
+    schema = _loaderx.Schema.read(os.fspath(path)) if path.is_dir() else None
+    if schema is None:
+        raise FileNotFoundError(f"{path / SCHEMA} not found; {path} is not a loaderx dataset")
+    schema.validate(kind)
     return schema
 
 
@@ -73,18 +65,14 @@ class _Base:
 
     def __init__(self, path):
         self.path = Path(path)
-        schema = _open_schema(self.path, self._kind)
-        try:
-            self.dtype = np.dtype(schema["dtype"])
-            self.item_shape = tuple(int(d) for d in schema["item_shape"])
-        except (KeyError, TypeError, ValueError) as e:
-            raise ValueError(f"{self.path / SCHEMA}: bad dtype or item_shape ({e})") from None
-        self.codec = schema.get("codec", "zstd")
-        self.schema = schema
-        self._row_bytes = int(np.prod(self.item_shape, dtype=np.int64)) * self.dtype.itemsize
-        if self._row_bytes <= 0:
-            raise ValueError(f"{self.path / SCHEMA}: rows of {self._row_bytes} bytes")
-        self._store = Zrecord(self.path, codec=self.codec if self.codec in ("raw", "zstd", "zstd_dict") else "zstd")
+        self._schema = _open_schema(self.path, self._kind)
+        self.dtype = np.dtype(self._schema.dtype)
+        self.item_shape = tuple(self._schema.item_shape)
+        self._row_bytes = self._schema.item_bytes
+        self.schema = self._schema.to_dict()
+        codec = self._schema.codec
+        self.codec = codec if codec is not None else "zstd"
+        self._store = Zrecord(self.path, codec=self.codec if self.codec in CODECS else "zstd")
 
     def __len__(self):
         return len(self._store)
@@ -107,7 +95,7 @@ class _Base:
             if a.shape != (n,):
                 raise IndexError(f"boolean mask of shape {a.shape} does not match a dataset of {n} records")
             return np.flatnonzero(a).astype(np.uint64)
-        return _indices(idx, n, bounded=True)
+        return _indices(idx, n)
 
     def __getitem__(self, idx):
         if isinstance(idx, (int, np.integer)):
@@ -148,13 +136,7 @@ class RaggedDataset(_Base):
     def __getitems__(self, idxs):
         idxs = self._idxs(idxs)
         store = self._store
-        byte_lens = store.lengths(idxs).astype(np.int64)
-        bad = np.flatnonzero(byte_lens % self._row_bytes)
-        if bad.size:
-            i = int(idxs[bad[0]])
-            raise CorruptStoreError(
-                -7, f"record {i} is {int(byte_lens[bad[0]])} bytes, not a whole number of {self._row_bytes}-byte rows"
-            )
+        byte_lens = store._s.lengths_fitting(idxs, self._schema).astype(np.int64)
         byte_off = np.zeros(idxs.size, dtype=np.uint64)
         if idxs.size > 1:
             np.cumsum(byte_lens[:-1], out=byte_off[1:].view(np.int64))

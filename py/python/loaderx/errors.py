@@ -7,59 +7,112 @@ range is an :class:`IndexError`, a bad argument a :class:`ValueError`, a file pr
 loaderx 0.9.11, and ``except IndexError`` works as it does for any sequence. A DataLoader
 worker process that dies or cannot start is a :class:`WorkerError`.
 
-The Rust extension maps its errors onto these classes by name (``py/src/error.rs``).
+The Rust extension maps each kind of error to its class in one ``match`` (``py/src/error.rs``);
+the numeric codes come from the same place, through :data:`CODES`.
 """
 
 
-class ZrecordError(RuntimeError):
-    """A store operation failed. ``code`` is the reference's error code."""
+from . import _loaderx
 
-    def __init__(self, code, message=None):
+#: ``{kind: code}``: the reference's numeric error code of each kind of failure, from the one
+#: table in ``loaderx_core::error::ErrorKind`` (never written out here).
+CODES = dict(_loaderx.ERROR_CODES)
+
+
+class ZrecordError(RuntimeError):
+    """A store operation failed. ``code`` is the reference's error code. ``file`` and ``offset``
+    say where damaged bytes are (corrupt stores), ``index`` which record an error is about;
+    each is None when it does not apply."""
+
+    #: The kind of failure (a key of :data:`CODES`); None for the base class.
+    kind = None
+
+    def __init__(self, code, message=None, *, file=None, offset=None, index=None):
         super().__init__(message if message is not None else f"zrecord error {code}")
         self.code = code
+        self.file = file
+        self.offset = offset
+        self.index = index
+
+    @classmethod
+    def new(cls, message, **fields):
+        """An error of this class with its kind's code."""
+        return cls(CODES[cls.kind], message, **fields)
 
     def __reduce__(self):
-        return (type(self), (self.code, str(self)))
+        fields = {"file": self.file, "offset": self.offset, "index": self.index}
+        return (_rebuild, (type(self), self.code, str(self), fields))
+
+
+def _rebuild(cls, code, message, fields):
+    return cls(code, message, **fields)
 
 
 class StoreIOError(ZrecordError, OSError):
-    """A file operation failed, or the path is not a directory (code -2)."""
+    """A file operation failed, or the path is not a directory."""
+
+    kind = "io"
 
 
 class StoreNotFoundError(ZrecordError, FileNotFoundError):
-    """There is no store at the path (code -2)."""
+    """There is no store at the path."""
+
+    kind = "not_found"
 
 
 class StoreIndexError(ZrecordError, IndexError):
-    """An index is not below the store's length (code -3)."""
+    """An index is not below the store's length."""
+
+    kind = "index"
 
 
 class RecordSizeError(ZrecordError, ValueError):
-    """A record is empty or larger than 1 MiB (code -4)."""
+    """A record is empty or larger than 1 MiB."""
+
+    kind = "record_size"
 
 
 class StoreFullError(ZrecordError):
-    """The store would exceed 2**24 records (code -5)."""
+    """The store would exceed 2**24 records."""
+
+    kind = "too_large"
 
 
 class BadArgumentError(ZrecordError, ValueError):
-    """A buffer is too small, destination ranges overlap, or offsets are wrong (code -6)."""
+    """A buffer is too small, destination ranges overlap, offsets are wrong, or a dataset is
+    opened as the wrong kind."""
+
+    kind = "argument"
 
 
 class CorruptStoreError(ZrecordError):
-    """A file of the store is damaged, or a record fails to decode (code -7)."""
+    """A file of the store is damaged, or a record fails to decode or to fit the schema."""
+
+    kind = "corrupt"
 
 
 class NotAStoreError(ZrecordError):
-    """The directory is not a loaderx store, or a newer version wrote it (code -8)."""
+    """The directory is not a loaderx store, or a newer version wrote it."""
+
+    kind = "not_a_store"
 
 
 class DictionaryError(ZrecordError):
-    """zstd_dict without a dictionary, training failed, or re-training was refused (code -9)."""
+    """zstd_dict without a dictionary, training failed, or re-training was refused."""
+
+    kind = "dictionary"
 
 
 class StoreLockedError(ZrecordError):
-    """Another process is writing to the store (code -10)."""
+    """Another process is writing to the store."""
+
+    kind = "locked"
+
+
+class StoreClosedError(ZrecordError, ValueError):
+    """The handle was closed (a ValueError, as for a closed file)."""
+
+    kind = "closed"
 
 
 class WorkerError(RuntimeError):
@@ -78,5 +131,7 @@ __all__ = [
     "NotAStoreError",
     "DictionaryError",
     "StoreLockedError",
+    "StoreClosedError",
     "WorkerError",
+    "CODES",
 ]

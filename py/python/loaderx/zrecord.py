@@ -18,16 +18,16 @@ from pathlib import Path
 import numpy as np
 
 from . import _loaderx
-from .errors import BadArgumentError, StoreIndexError, ZrecordError
+from .errors import BadArgumentError, StoreClosedError, StoreIndexError, ZrecordError
 
 __all__ = ["Zrecord", "ZrecordError", "CODECS", "SCHEMA", "FORMAT", "MAX_RECORD_LEN"]
 
 #: Compression tags, as stored in each table entry.
-CODECS = {"raw": 0, "zstd": 1, "zstd_dict": 2}
+CODECS = dict(_loaderx.CODECS)
 #: The per-store schema file (written by the converters, read by the datasets).
-SCHEMA = "schema.msgpack"
+SCHEMA = _loaderx.SCHEMA_FILE
 #: The ``format`` value a loaderx schema carries.
-FORMAT = "loaderx-zrecord"
+FORMAT = _loaderx.FORMAT
 #: Largest record in bytes (records are 1 .. MAX_RECORD_LEN bytes).
 MAX_RECORD_LEN = _loaderx.MAX_RECORD_LEN
 
@@ -63,13 +63,14 @@ def _python_ints(idxs):
 
 
 def _out_of_range(bad, length):
-    return StoreIndexError(-3, f"index {bad} out of range for a store of {length} records")
+    return StoreIndexError.new(f"index {bad} out of range for a store of {length} records")
 
 
-def _indices(idxs, length=None, bounded=False):
-    """Record indices as a contiguous uint64 array. Negative values count from ``length`` when
-    it is given; anything still negative (or, with ``bounded``, not below ``length``) is an
-    :class:`IndexError`, anything that is not an integer a :class:`TypeError`."""
+def _indices(idxs, length=None):
+    """Python integers as record indices (a contiguous uint64 array): negative values count
+    from ``length`` when it is given, and anything still negative, or past 2**64, is an
+    :class:`IndexError`; anything that is not an integer a :class:`TypeError`. Whether each
+    index is below the store's length is the engine's one check."""
     a = np.asarray(idxs) if not isinstance(idxs, np.ndarray) else idxs
     if a.size == 0:
         return np.empty(0, dtype=np.uint64)
@@ -77,8 +78,7 @@ def _indices(idxs, length=None, bounded=False):
         ints = _python_ints(idxs)
         if ints is not None:
             ints = [i + length if i < 0 and length is not None else i for i in ints]
-            limit = length if bounded and length is not None else 1 << 64
-            bad = next((i for i in ints if not 0 <= i < limit), None)
+            bad = next((i for i in ints if not 0 <= i < 1 << 64), None)
             if bad is not None:
                 raise _out_of_range(bad if bad >= 0 or length is None else bad - length, length)
             return np.array(ints, dtype=np.uint64)
@@ -92,10 +92,7 @@ def _indices(idxs, length=None, bounded=False):
         if (a < 0).any():
             bad = int(a[a < 0][0])
             raise _out_of_range(bad - length if length is not None else bad, length)
-    a = np.ascontiguousarray(a, dtype=np.uint64)
-    if bounded and length is not None and int(a.max()) >= length:
-        raise _out_of_range(int(a.max()), length)
-    return a
+    return np.ascontiguousarray(a, dtype=np.uint64)
 
 
 def _offsets(offsets, name="offsets"):
@@ -104,7 +101,7 @@ def _offsets(offsets, name="offsets"):
     try:
         return _indices(offsets)
     except (StoreIndexError, TypeError) as e:
-        raise BadArgumentError(-6, f"{name}: {e}") from None
+        raise BadArgumentError.new(f"{name}: {e}") from None
 
 
 def _bytes_view(array, name):
@@ -142,19 +139,19 @@ class Zrecord:
     def _s(self):
         store = self._store
         if store is None:
-            raise ValueError("I/O operation on a closed Zrecord")
+            raise StoreClosedError.new("I/O operation on a closed Zrecord")
         if self._pid != os.getpid():
             # Forked: take a handle of our own instead of sharing the parent's (once, even when
             # several threads of the child get here together).
             with _HANDLE_LOCK:
                 if self._pid != os.getpid():
                     if self._store is None:
-                        raise ValueError("I/O operation on a closed Zrecord")
+                        raise StoreClosedError.new("I/O operation on a closed Zrecord")
                     self._store = _loaderx.Store(os.fspath(self.path), True)
                     self._pid = os.getpid()
                 store = self._store
             if store is None:
-                raise ValueError("I/O operation on a closed Zrecord")
+                raise StoreClosedError.new("I/O operation on a closed Zrecord")
         return store
 
     def __len__(self):
@@ -185,7 +182,7 @@ class Zrecord:
         idxs = _indices(idxs, len(store))
         offsets = _offsets(offsets)
         if offsets.size != idxs.size:
-            raise BadArgumentError(-6, f"{idxs.size} indices but {offsets.size} offsets")
+            raise BadArgumentError.new(f"{idxs.size} indices but {offsets.size} offsets")
         store.gather(idxs, _bytes_view(dst, "dst"), offsets)
 
     def append(self, src, offsets, codec=None):

@@ -1,25 +1,31 @@
-//! `loaderx`: inspect, check, repack, print, export and convert record stores.
+//! The `loaderx` command-line tool: inspect, check, repack, print, export and convert record
+//! stores. The `loaderx` binary and `python -m loaderx` both call [`run`], so they are one tool.
 //!
 //! Exit codes: 0 success, 1 problems found (`verify`), 2 bad usage or a store that cannot be
 //! opened, read or written. `--json` prints one JSON document on stdout; progress bars go to
-//! stderr, and only when it is a terminal.
+//! stderr, and only when it is a terminal. Inspecting never creates a store.
 
 mod npy;
 mod show;
 
+use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
+use crate::{Codec, Store};
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use loaderx_core::schema::{Kind, Schema};
 use loaderx_core::view::ElementView;
-use loaderx_native::{Codec, Store};
 use serde_json::{json, Value};
 
 #[derive(Parser)]
-#[command(name = "loaderx", version, about = "Inspect, check, repack and convert loaderx record stores")]
+#[command(
+    name = "loaderx",
+    version,
+    disable_help_subcommand = true,
+    about = "Inspect, check, repack and convert loaderx record stores"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -106,6 +112,7 @@ enum Command {
 enum CodecArg {
     Raw,
     Zstd,
+    ZstdDict,
 }
 
 /// Why a command failed (exit code 2).
@@ -113,7 +120,7 @@ enum CodecArg {
 pub(crate) enum Fail {
     Usage(String),
     Data(String),
-    Store(loaderx_native::Error),
+    Store(crate::Error),
     Io(PathBuf, std::io::Error),
 }
 
@@ -124,7 +131,7 @@ impl Fail {
     pub(crate) fn data(e: impl std::fmt::Display) -> Fail {
         Fail::Data(e.to_string())
     }
-    pub(crate) fn store(e: loaderx_native::Error) -> Fail {
+    pub(crate) fn store(e: crate::Error) -> Fail {
         Fail::Store(e)
     }
     pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Fail + '_ {
@@ -155,8 +162,22 @@ pub(crate) fn progress(total: u64, quiet: bool, what: &str) -> ProgressBar {
     bar
 }
 
-fn main() -> ExitCode {
-    let result = match Cli::parse().command {
+/// Runs the tool on `args` (the first one is the program name) and returns the exit code.
+/// Output goes to this process's stdout and stderr.
+pub fn run<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version print and succeed; usage errors print and exit 2.
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let result = match cli.command {
         Command::Info { store, json } => info(&store, json),
         Command::Stats { store, json } => stats(&store, json),
         Command::Verify { store, json } => verify(&store, json),
@@ -166,10 +187,12 @@ fn main() -> ExitCode {
         Command::Export { store, out } => export(&store, &out),
         Command::Convert { input, store, codec } => convert(&input, &store, codec),
     };
-    result.unwrap_or_else(|e| {
+    let code = result.unwrap_or_else(|e| {
         eprintln!("loaderx: {e}");
-        ExitCode::from(2)
-    })
+        2
+    });
+    let _ = std::io::stdout().flush();
+    code
 }
 
 fn open(path: &Path) -> Result<Store, Fail> {
@@ -177,11 +200,7 @@ fn open(path: &Path) -> Result<Store, Fail> {
 }
 
 fn read_schema(path: &Path) -> Result<Option<Schema>, Fail> {
-    match std::fs::read(path.join("schema.msgpack")) {
-        Ok(bytes) => Ok(Some(Schema::from_msgpack(&bytes).map_err(Fail::data)?)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Fail::Io(path.join("schema.msgpack"), e)),
-    }
+    crate::read_schema(path).map_err(Fail::store)
 }
 
 fn schema_json(schema: &Option<Schema>) -> Value {
@@ -208,7 +227,7 @@ fn print_json(v: &Value) {
     println!("{v:#}");
 }
 
-fn info(path: &Path, as_json: bool) -> Result<ExitCode, Fail> {
+fn info(path: &Path, as_json: bool) -> Result<u8, Fail> {
     let store = open(path)?;
     let stats = store.stats().map_err(Fail::store)?;
     let header = store.header();
@@ -229,7 +248,7 @@ fn info(path: &Path, as_json: bool) -> Result<ExitCode, Fail> {
     });
     if as_json {
         print_json(&report);
-        return Ok(ExitCode::SUCCESS);
+        return Ok(0);
     }
     println!("store        {}", path.display());
     if schema.is_null() {
@@ -246,7 +265,7 @@ fn info(path: &Path, as_json: bool) -> Result<ExitCode, Fail> {
         Some(d) => println!("dictionary   {} bytes", d.len()),
         None => println!("dictionary   none"),
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(0)
 }
 
 /// Sizes of the store's files as they take space on disk (sparse files count what is written).
@@ -257,7 +276,7 @@ fn file_sizes(path: &Path) -> Result<Vec<(String, u64, u64)>, Fail> {
         let meta = entry.metadata().map_err(Fail::io(path))?;
         if meta.is_file() {
             let file = entry.path();
-            let disk = loaderx_native::disk_usage(&file).map_err(Fail::io(&file))?;
+            let disk = crate::disk_usage(&file).map_err(Fail::io(&file))?;
             files.push((entry.file_name().to_string_lossy().into_owned(), meta.len(), disk));
         }
     }
@@ -265,7 +284,7 @@ fn file_sizes(path: &Path) -> Result<Vec<(String, u64, u64)>, Fail> {
     Ok(files)
 }
 
-fn stats(path: &Path, as_json: bool) -> Result<ExitCode, Fail> {
+fn stats(path: &Path, as_json: bool) -> Result<u8, Fail> {
     let store = open(path)?;
     let s = store.stats().map_err(Fail::store)?;
     let codecs = codec_counts(&store)?;
@@ -281,7 +300,7 @@ fn stats(path: &Path, as_json: bool) -> Result<ExitCode, Fail> {
             "records_by_codec": {"raw": codecs[0], "zstd": codecs[1], "zstd_dict": codecs[2]},
             "disk_bytes": on_disk, "files": files,
         }));
-        return Ok(ExitCode::SUCCESS);
+        return Ok(0);
     }
     println!("records        {} (raw {}, zstd {}, zstd_dict {})", s.records, codecs[0], codecs[1], codecs[2]);
     println!("decoded bytes  {}", s.logical_bytes);
@@ -291,10 +310,10 @@ fn stats(path: &Path, as_json: bool) -> Result<ExitCode, Fail> {
     for (name, len, disk) in &files {
         println!("  {name:<16} {disk:>14} on disk ({len} apparent)");
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(0)
 }
 
-fn verify(path: &Path, as_json: bool) -> Result<ExitCode, Fail> {
+fn verify(path: &Path, as_json: bool) -> Result<u8, Fail> {
     let store = open(path)?;
     let bar = progress(store.len(), as_json, "verifying");
     let report = store.verify(|done, _| bar.set_position(done));
@@ -308,10 +327,10 @@ fn verify(path: &Path, as_json: bool) -> Result<ExitCode, Fail> {
         }
         println!("{} records checked, {} bad", report.checked, report.bad.len());
     }
-    Ok(if report.bad.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if report.bad.is_empty() { 0 } else { 1 })
 }
 
-fn compact(path: &Path, as_json: bool) -> Result<ExitCode, Fail> {
+fn compact(path: &Path, as_json: bool) -> Result<u8, Fail> {
     let store = open(path)?;
     let before = store.stats().map_err(Fail::store)?;
     store.compact().map_err(Fail::store)?;
@@ -329,16 +348,16 @@ fn compact(path: &Path, as_json: bool) -> Result<ExitCode, Fail> {
             after.records, before.chunk_bytes, after.chunk_bytes
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(0)
 }
 
-fn head(path: &Path, count: u64, values: usize, as_json: bool) -> Result<ExitCode, Fail> {
+fn head(path: &Path, count: u64, values: usize, as_json: bool) -> Result<u8, Fail> {
     let store = open(path)?;
     let indices: Vec<u64> = (0..count.min(store.len())).collect();
     print_records(path, &store, &indices, values, as_json)
 }
 
-fn cat(path: &Path, indices: &[u64], values: usize, raw: bool, as_json: bool) -> Result<ExitCode, Fail> {
+fn cat(path: &Path, indices: &[u64], values: usize, raw: bool, as_json: bool) -> Result<u8, Fail> {
     let store = open(path)?;
     if raw {
         let mut out = std::io::stdout().lock();
@@ -346,7 +365,7 @@ fn cat(path: &Path, indices: &[u64], values: usize, raw: bool, as_json: bool) ->
             out.write_all(&bytes).map_err(Fail::io(Path::new("stdout")))?;
         }
         out.flush().map_err(Fail::io(Path::new("stdout")))?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(0);
     }
     print_records(path, &store, indices, values, as_json)
 }
@@ -369,7 +388,7 @@ fn print_records(
     indices: &[u64],
     limit: usize,
     as_json: bool,
-) -> Result<ExitCode, Fail> {
+) -> Result<u8, Fail> {
     let schema = read_schema(path)?;
     let dense = schema.as_ref().and_then(|s| s.kind().ok()) == Some(Kind::Dense);
     let dtype = schema.as_ref().and_then(|s| s.dtype().ok());
@@ -392,24 +411,25 @@ fn print_records(
     if as_json {
         print_json(&Value::Array(rows));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(0)
 }
 
-fn export(path: &Path, out: &Path) -> Result<ExitCode, Fail> {
+fn export(path: &Path, out: &Path) -> Result<u8, Fail> {
     let store = open(path)?;
     let schema = read_schema(path)?
         .ok_or_else(|| Fail::usage("the store has no schema.msgpack, so no dtype to export"))?;
     let n = npy::export(&store, &schema, out, false)?;
     eprintln!("wrote {n} records to {}", out.display());
-    Ok(ExitCode::SUCCESS)
+    Ok(0)
 }
 
-fn convert(input: &Path, store: &Path, codec: CodecArg) -> Result<ExitCode, Fail> {
+fn convert(input: &Path, store: &Path, codec: CodecArg) -> Result<u8, Fail> {
     let codec = match codec {
         CodecArg::Raw => Codec::Raw,
         CodecArg::Zstd => Codec::Zstd,
+        CodecArg::ZstdDict => Codec::ZstdDict,
     };
     let n = npy::convert(input, store, codec, false)?;
     eprintln!("wrote {n} records to {}", store.display());
-    Ok(ExitCode::SUCCESS)
+    Ok(0)
 }

@@ -9,13 +9,13 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
+use crate::{Codec, Store};
 use loaderx_core::dtype::DType;
 use loaderx_core::schema::{Kind, Schema};
-use loaderx_native::{Codec, Store};
 use ndarray_npy::npy::header::{Header, Layout};
 use py_literal::Value as Py;
 
-use crate::{progress, Fail};
+use super::{progress, Fail};
 
 /// Rows per block: about this many bytes.
 const BLOCK_BYTES: u64 = 64 << 20;
@@ -91,8 +91,6 @@ pub(crate) fn convert(input: &Path, dir: &Path, codec: Codec, quiet: bool) -> Re
     let created = !dir.exists();
     let result = (|| {
         let store = Store::open_or_create(dir).map_err(Fail::store)?;
-        let schema = Schema::new(Kind::Dense, &dtype.to_numpy_str(), &item_shape, codec.name());
-        std::fs::write(dir.join("schema.msgpack"), schema.to_msgpack()).map_err(Fail::io(dir))?;
         let rows = (BLOCK_BYTES / item).max(1);
         let bar = progress(n as u64, quiet, "converting");
         let mut buf = Vec::new();
@@ -103,11 +101,17 @@ pub(crate) fn convert(input: &Path, dir: &Path, codec: Codec, quiet: bool) -> Re
             r.read_exact(&mut buf)
                 .map_err(|e| Fail::Data(format!("{}: the data ends early ({e})", input.display())))?;
             let offsets: Vec<u64> = (0..count).map(|k| k * item).collect();
+            if codec == Codec::ZstdDict && !store.has_dict() {
+                store.train_dict_for(&buf, &offsets, None).map_err(Fail::store)?;
+            }
             store.append(&buf, &offsets, codec).map_err(Fail::store)?;
             done += count;
             bar.set_position(done);
         }
         store.sync().map_err(Fail::store)?;
+        // The schema goes last, by the one protocol (see `crate::write_schema`).
+        let schema = Schema::new(Kind::Dense, &dtype.to_numpy_str(), &item_shape, codec.name());
+        crate::write_schema(dir, &schema).map_err(Fail::store)?;
         bar.finish_and_clear();
         Ok(done)
     })();

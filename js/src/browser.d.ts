@@ -1,0 +1,47 @@
+// Types of the browser entry point (src/browser.js).
+import type { BlobSource, Bytes, Source, StoreApi } from './common.js';
+
+export * from './common.js';
+
+/** What `Store.open` takes in a browser. */
+export type Openable =
+  | string | URL | Source | FileList | File[] | FileSystemDirectoryHandle
+  | Record<string, Blob | Bytes | null | undefined> | Map<string, Blob | Bytes | null | undefined>;
+
+export interface OpenOptions {
+  /** Host the store in a Web Worker (decoding off this thread). */
+  worker?: boolean;
+  /** Decode on the threaded build's wasm pool in a worker (default: when the page is
+   *  cross-origin isolated). A source that cannot move to a worker (no `descriptor()`, or an
+   *  HttpSource with a custom fetch) then opens on this thread, unless `worker` or `threads`
+   *  was asked for: then LOADERX_ARGUMENT. */
+  threads?: boolean;
+}
+
+export interface Store extends StoreApi {
+  /** Stores hosted in a worker: whether it decodes on the threaded build's pool. */
+  readonly threaded?: boolean;
+}
+export declare class Store {
+  private constructor();
+  /** Always a promise: a value that makes no source rejects with LOADERX_ARGUMENT. */
+  static open(source: Openable, options?: OpenOptions): Promise<Store>;
+}
+
+/** Reads from a FileSystemDirectoryHandle (showDirectoryPicker, Chromium). */
+export declare class DirectoryHandleSource implements Source {
+  constructor(handle: FileSystemDirectoryHandle);
+  label: string;
+  maxGap: number;
+  size(name: string): Promise<number | null>;
+  read(name: string, start: number, end: number): Promise<Uint8Array | null>;
+  descriptor(): unknown;
+  close(): void;
+}
+
+/** Collects the Files of a drop (directories included) and finds the store among them. */
+export declare function filesFromDataTransfer(dataTransfer: DataTransfer): Promise<BlobSource>;
+/** Whether the build on this thread decodes on a wasm thread pool (false; see `Store.threaded`). */
+export declare const threaded: boolean;
+/** The loaderx version of the wasm build inside (equal to the package's version). */
+export declare const version: string;

@@ -1,0 +1,231 @@
+// Types shared by the Node (node.d.ts) and browser (browser.d.ts) entry points, and the classes
+// both export. Each entry point declares its own Store.open.
+
+export type LoaderxErrorCode =
+  | 'LOADERX_NOT_FOUND' | 'LOADERX_NOT_A_STORE' | 'LOADERX_CORRUPT' | 'LOADERX_INDEX'
+  | 'LOADERX_ARGUMENT' | 'LOADERX_TOO_LARGE' | 'LOADERX_IO' | 'LOADERX_NO_RANGE' | 'LOADERX_CLOSED';
+
+/** Every rejection (and synchronous throw) of the package, including errors from wasm and from
+ *  a worker: `e instanceof LoaderxError` holds. */
+export declare class LoaderxError extends Error {
+  constructor(code: LoaderxErrorCode, message: string, options?: { cause?: unknown; index?: number });
+  name: 'LoaderxError';
+  code: LoaderxErrorCode;
+  /** The record the error is about, when there is one. */
+  index?: number;
+}
+
+/** Builds a LoaderxError (the same as `new LoaderxError(code, message, extra)`). */
+export declare function loaderxError(code: LoaderxErrorCode, message: string, extra?: { cause?: unknown; index?: number }): LoaderxError;
+
+export type TypedArray =
+  | Int8Array | Uint8Array | Int16Array | Uint16Array | Int32Array | Uint32Array
+  | BigInt64Array | BigUint64Array | Float32Array | Float64Array;
+
+/** A typed array with its logical shape. */
+export type Shaped<T extends TypedArray = TypedArray> = T & { shape: number[] };
+
+export type ArrayTypeName =
+  | 'Int8Array' | 'Uint8Array' | 'Int16Array' | 'Uint16Array' | 'Int32Array' | 'Uint32Array'
+  | 'BigInt64Array' | 'BigUint64Array' | 'Float32Array' | 'Float64Array';
+
+export interface Schema {
+  kind: 'dense' | 'ragged';
+  /** NumPy dtype string, e.g. `<f4`, `|u1`, `>i4`. */
+  dtype: string;
+  itemShape: number[];
+  codec: 'raw' | 'zstd' | 'zstd_dict' | null;
+  /** Typed array the values come in (float16 is widened to Float32Array, bool is Uint8Array). */
+  arrayType: ArrayTypeName;
+  /** Trailing dimension added for complex (2), bytes/void (itemsize) and text (characters). */
+  extraDim: number | null;
+  /** Bytes of one item (`itemShape` elements) as stored. */
+  itemBytes: number;
+}
+
+/** What `dtypeInfo(schema)` says about a store's values. */
+export interface DtypeInfo {
+  /** NumPy kind letter (u i f c b S U V M m), or 'raw' for a store without a schema. */
+  kind: 'u' | 'i' | 'f' | 'c' | 'b' | 'S' | 'U' | 'V' | 'M' | 'm' | 'raw' | (string & {});
+  /** Bytes of one element as stored. */
+  bytes: number;
+  /** For people: `uint8`, `float32, big-endian`, `datetime64[ns]`, ... */
+  name: string;
+  bigEndian: boolean;
+  /** Datetime/timedelta unit (`ns`, `D`, ...), or null. */
+  unit: string | null;
+  arrayType: ArrayTypeName;
+  extraDim: number | null;
+  /** Whether each element of the typed array is one plain number (integers, floats, bool). */
+  numeric: boolean;
+}
+
+/** The typed-array mapping of a schema, for display (the viewer uses it). */
+export declare function dtypeInfo(schema: Schema | null): DtypeInfo;
+
+export interface Stats {
+  records: number;
+  liveBytes: number;
+  logicalBytes: number;
+  chunkBytes: number;
+  reclaimable: number;
+  compressionRatio: number;
+  /** Size of each file of the store. */
+  fileBytes: Record<string, number>;
+  /** The sum of `fileBytes`: the files' apparent size, not the blocks allocated on disk (the
+   *  native tool's `disk_bytes`). */
+  apparentBytes: number;
+  hasDict: boolean;
+}
+
+export interface VerifyReport {
+  ok: boolean;
+  checked: number;
+  length: number;
+  bad: { index: number; code: LoaderxErrorCode; message: string }[];
+}
+
+/** Bytes as the package takes them: a Uint8Array, an ArrayBuffer or any other view. */
+export type Bytes = ArrayBuffer | ArrayBufferView;
+
+/**
+ * Where a store's bytes come from: `size` and `read` are all a source needs. `read` may return
+ * fewer bytes when the file ends early. What a source gives is checked before wasm sees it;
+ * anything else is LOADERX_IO naming `label`.
+ */
+export interface Source {
+  /** A non-negative integer, or null when the file is missing. */
+  size(name: string): Promise<number | null>;
+  /** At most `end - start` bytes (an ArrayBuffer or other view is taken as its bytes), or null
+   *  when the file is missing. */
+  read(name: string, start: number, end: number): Promise<Bytes | null>;
+  /** For messages (default "the source"). */
+  label?: string;
+  /** Bytes between two records small enough to read in one request with them (default 0). */
+  maxGap?: number;
+  /** Read [start, end) straight into `target` at `offset`; resolves to the bytes read (at most
+   *  `end - start`), or null when the file is missing. */
+  readInto?(name: string, start: number, end: number, target: Uint8Array, offset: number): Promise<number | null>;
+  /** Bytes of recently read record ranges to keep (for slow sources such as HTTP). */
+  cacheBytes?: number;
+  close?(): void | Promise<void>;
+  /**
+   * Browser only: a structured-clonable description that rebuilds the source in a worker. A
+   * source without one (or whose descriptor() throws) opens on the calling thread; asking for
+   * `{worker: true}` or `{threads: true}` with it is LOADERX_ARGUMENT.
+   */
+  descriptor?(): unknown;
+}
+
+/** Record indices: numbers or bigints, in any list (Array, typed array, Set, generator) or
+ *  array-like (`{length: 2, 0: 3, 1: 1}`). */
+export type Indices = ArrayLike<number | bigint> | Iterable<number | bigint>;
+
+/** What `batches` yields for each `read`. */
+export interface BatchKinds {
+  values: Shaped | Shaped[];
+  bytes: Shaped<Uint8Array>[];
+  lengths: Float64Array;
+}
+
+/** `store.batches(options)`: slices of `indices` (default: every record in order) of
+ *  `batchSize` (default 1024), or the batches of `sampler` from its current step (then no
+ *  `batchSize`; endless without `steps`). */
+export type BatchOptions<R extends keyof BatchKinds = 'values'> = {
+  /** What each batch is: `gather` (values, the default), `gatherBytes` (bytes) or `lengths`. */
+  read?: R;
+  /** At most this many batches. */
+  steps?: number;
+} & ({ batchSize?: number; indices?: Indices; sampler?: undefined } | { sampler: Sampler; batchSize?: undefined; indices?: undefined });
+
+export interface VerifyOptions {
+  onProgress?: ((done: number, total: number) => void) | null;
+  /** Records per step (default 1024; fewer when records are big). */
+  batchSize?: number;
+}
+
+/** The API of an open store (on this thread or, in a browser, hosted in a worker). */
+export interface StoreApi {
+  /** Live records. */
+  readonly length: number;
+  readonly schema: Schema | null;
+  readonly header: { version: number; tailChunk: number; tailOffset: number; length: number };
+  readonly hasDict: boolean;
+  /** Dense: one array shaped `[n, ...itemShape]`; ragged or schemaless: one array per record. */
+  gather(indices: Indices): Promise<Shaped | Shaped[]>;
+  get(index: number | bigint): Promise<Shaped>;
+  /** Decoded record bytes, before dtype conversion. */
+  gatherBytes(indices: Indices): Promise<Shaped<Uint8Array>[]>;
+  lengths(indices: Indices): Promise<Float64Array>;
+  /** Gathered batches in order (`for await`); bad options reject the first step (LOADERX_ARGUMENT).
+   *  With a sampler, the sampler is left at the step after the last batch yielded. */
+  batches<R extends keyof BatchKinds = 'values'>(options?: BatchOptions<R> | null): AsyncGenerator<BatchKinds[R], void, undefined>;
+  /** Options that are not an object, or hold a bad `onProgress` / `batchSize`, are LOADERX_ARGUMENT. */
+  verify(options?: VerifyOptions | null): Promise<VerifyReport>;
+  stats(): Promise<Stats>;
+  /** Closes the store (even when the source's close() fails: then it rejects, LOADERX_IO). */
+  close(): Promise<void>;
+}
+
+export type SamplerMode = 0 | 1 | 2 | 'SEQUENTIAL' | 'IID' | 'CYCLIC';
+
+/** Endless batches of indices; the same arguments give the same batches in every front end. */
+export declare class Sampler {
+  static Mode: { SEQUENTIAL: 0; IID: 1; CYCLIC: 2 };
+  constructor(length: number | bigint, batchSize: number | bigint, mode: SamplerMode, seed?: number | bigint);
+  next(): Float64Array;
+  batchAt(step: number | bigint): Float64Array;
+  seek(step: number | bigint): void;
+  readonly step: number;
+  readonly batchLength: number;
+  /** Releases the wasm memory; every later call throws LOADERX_CLOSED (free() again does nothing). */
+  free(): void;
+}
+
+export interface HttpOptions {
+  /** A custom fetch. A function cannot be sent to a worker: such a source opens on the calling
+   *  thread, and `{worker: true}` / `{threads: true}` with it is LOADERX_ARGUMENT. */
+  fetch?: typeof fetch;
+  headers?: Record<string, string>;
+  /** Bytes of recently read record ranges kept (default 64 MiB). */
+  cacheBytes?: number;
+}
+
+/** A store over HTTP(S), read with single-range GETs (a server answering 200 is LOADERX_NO_RANGE). */
+export declare class HttpSource implements Source {
+  constructor(base: string | URL, options?: HttpOptions);
+  label: string;
+  maxGap: number;
+  cacheBytes: number;
+  size(name: string): Promise<number | null>;
+  read(name: string, start: number, end: number): Promise<Uint8Array | null>;
+  /** LOADERX_ARGUMENT with a custom fetch. */
+  descriptor(): unknown;
+  close(): void;
+}
+
+/** `files`: bytes by name (any ArrayBufferView is taken as its bytes; null/undefined is a missing
+ *  file); a value that is not bytes is LOADERX_ARGUMENT. */
+export declare class MemorySource implements Source {
+  constructor(files: Record<string, Bytes | null | undefined> | Map<string, Bytes | null | undefined>, label?: string);
+  label: string;
+  maxGap: number;
+  size(name: string): Promise<number | null>;
+  read(name: string, start: number, end: number): Promise<Uint8Array | null>;
+  readInto(name: string, start: number, end: number, target: Uint8Array, offset: number): Promise<number>;
+  descriptor(): unknown;
+  close(): void;
+}
+
+/** Blobs (or Files) by name, read with `Blob.slice` (Node has Blob too). */
+export declare class BlobSource implements Source {
+  constructor(files: Map<string, Blob> | Record<string, Blob>, label?: string);
+  /** The store among picked files: the directory holding the shallowest `meta.zr`. */
+  static fromFiles(files: Iterable<File> | ArrayLike<File>): BlobSource;
+  label: string;
+  maxGap: number;
+  size(name: string): Promise<number | null>;
+  read(name: string, start: number, end: number): Promise<Uint8Array | null>;
+  descriptor(): unknown;
+  close(): void;
+}

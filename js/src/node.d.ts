@@ -1,0 +1,33 @@
+// Types of the Node entry point (src/node.js).
+import type { Bytes, Source, StoreApi } from './common.js';
+
+export * from './common.js';
+
+/** What `Store.open` takes in Node. */
+export type Openable = string | URL | Source | Record<string, Bytes | null | undefined> | Map<string, Bytes | null | undefined>;
+
+export interface Store extends StoreApi {}
+export declare class Store {
+  private constructor();
+  /**
+   * A directory path (or file: URL), an http(s) URL, a Source or `{name: bytes}`. Always a
+   * promise: anything else (undefined, null, a number) rejects with LOADERX_ARGUMENT.
+   */
+  static open(source: Openable): Promise<Store>;
+}
+
+/** A store directory on a local disk, read with positional reads. */
+export declare class NodeSource implements Source {
+  constructor(dir: string);
+  label: string;
+  maxGap: number;
+  size(name: string): Promise<number | null>;
+  read(name: string, start: number, end: number): Promise<Uint8Array | null>;
+  readInto(name: string, start: number, end: number, target: Uint8Array, offset: number): Promise<number | null>;
+  close(): Promise<void>;
+}
+
+/** Whether this build decodes on a wasm thread pool (the Node build: false). */
+export declare const threaded: boolean;
+/** The loaderx version of the wasm build inside (equal to the package's version). */
+export declare const version: string;
