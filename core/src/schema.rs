@@ -53,7 +53,7 @@ pub enum SchemaError {
     /// `format` is not `"loaderx-zrecord"`.
     #[error("schema format is {0:?}, expected \"loaderx-zrecord\"")]
     WrongFormat(String),
-    /// `kind` is unknown, or not the kind the caller asked for.
+    /// `kind` is not the kind the caller asked for.
     #[error("schema kind is {found:?}, expected {expected}")]
     WrongKind {
         /// The kind required.
@@ -61,6 +61,9 @@ pub enum SchemaError {
         /// The kind found.
         found: String,
     },
+    /// `kind` is neither `"dense"` nor `"ragged"`.
+    #[error("schema kind is {0:?}, expected \"dense\" or \"ragged\"")]
+    UnknownKind(String),
     /// `dtype` is not a supported NumPy dtype string.
     #[error("bad dtype: {0}")]
     BadDType(String),
@@ -113,9 +116,7 @@ impl FromStr for Kind {
         match s {
             "dense" => Ok(Self::Dense),
             "ragged" => Ok(Self::Ragged),
-            other => {
-                Err(SchemaError::WrongKind { expected: "\"dense\" or \"ragged\"", found: other.to_owned() })
-            }
+            other => Err(SchemaError::UnknownKind(other.to_owned())),
         }
     }
 }
@@ -505,7 +506,7 @@ mod tests {
         s.set("kind", Value::from(1));
         assert!(matches!(s.kind(), Err(SchemaError::WrongType { key: "kind", .. })));
         s.set("kind", Value::from("sparse"));
-        assert!(matches!(s.kind(), Err(SchemaError::WrongKind { .. })));
+        assert!(matches!(s.kind(), Err(SchemaError::UnknownKind(_))));
     }
 
     proptest! {

@@ -16,13 +16,10 @@ const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
  * array-like (`{length, 0: ..., 1: ...}`) of numbers or bigints. Anything else is
  * LOADERX_ARGUMENT, an element that is not a number or bigint LOADERX_INDEX naming it.
  * @param {unknown} indices
- * @param {number} length records in the store
  * @returns {Float64Array}
  */
-export function toIndexArray(indices, length) {
-  const idx = toNumbers(indices);
-  checkIndexRange(idx, length); // TEMPORARY until js/pkg is rebuilt with the wasm index checks: delete this line.
-  return idx;
+export function toIndexArray(indices) {
+  return toNumbers(indices);
 }
 
 /** @param {unknown} indices */
@@ -54,22 +51,6 @@ function toNumber(x) {
     throw loaderxError('LOADERX_INDEX', `index ${x} is beyond any store (not a safe integer)`);
   }
   throw loaderxError('LOADERX_INDEX', `index ${describe(x)} is not an integer (number or bigint)`);
-}
-
-/**
- * TEMPORARY: the range check that moves into wasm (which then throws LOADERX_INDEX naming the
- * index for negative, fractional, NaN or out-of-range values). Today's js/pkg takes indices as
- * u64, where -1 would become 0 and NaN the largest u64. Remove with its one call above.
- * @param {Float64Array} idx
- * @param {number} length
- */
-function checkIndexRange(idx, length) {
-  for (const v of idx) {
-    if (Number.isInteger(v) && v >= 0 && v < length) continue;
-    throw loaderxError('LOADERX_INDEX', Number.isInteger(v)
-      ? `index ${v} out of range for a store of ${length} records`
-      : `index ${v} is not an integer index into a store of ${length} records`);
-  }
 }
 
 /**

@@ -22,7 +22,7 @@ export async function* batches(store, options) {
     let step = start;
     nextIndices = () => sampler.batchAt(step++);
   } else {
-    const all = indices == null ? null : toIndexArray(indices, store.length);
+    const all = indices == null ? null : toIndexArray(indices);
     const total = all ? all.length : store.length;
     let at = 0;
     nextIndices = () => {

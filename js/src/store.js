@@ -311,7 +311,7 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
     }
 
     async #gather(indices, typed) {
-      const idx = toIndexArray(indices, this.#reader.length);
+      const idx = toIndexArray(indices);
       const plan = await this.#withEntries(idx, () => this.#reader.plan(idx, (this.#source.maxGap ?? 0), false, typed));
       try {
         const out = await this.#run(plan);
@@ -324,7 +324,7 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
     /** Logical lengths in bytes (Float64Array). */
     async lengths(indices) {
       return this.#guard('reading lengths', async () => {
-        const idx = toIndexArray(indices, this.#reader.length);
+        const idx = toIndexArray(indices);
         return this.#withEntries(idx, () => this.#reader.lengths(idx));
       });
     }

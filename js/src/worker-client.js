@@ -159,7 +159,7 @@ export class WorkerStore {
   }
 
   #indices(indices) {
-    return toIndexArray(indices, this.#meta.length);
+    return toIndexArray(indices);
   }
 
   #check() {

@@ -46,10 +46,16 @@ async function stillWorks() {
   }
 }
 
-/** Asserts a LoaderxError with `code` (and the other given fields). */
+/**
+ * Asserts a LoaderxError with `code` (and the other given fields).
+ * @param {import('../src/node.js').LoaderxErrorCode} code
+ * @param {Record<string, unknown>} [fields]
+ * @returns {(thrown: unknown) => boolean}
+ */
 function isError(code, fields = {}) {
-  return (e) => {
-    assert.ok(e instanceof Error, `an Error, got ${e}`);
+  return (thrown) => {
+    assert.ok(thrown instanceof Error, `an Error, got ${thrown}`);
+    const e = /** @type {import('../src/node.js').LoaderxError} */ (thrown);
     assert.equal(e.name, 'LoaderxError', `name of ${e.stack}`);
     assert.equal(e.code, code, `code of: ${e.message}`);
     for (const [k, v] of Object.entries(fields)) assert.equal(e[k], v, `${k} of: ${e.message}`);
@@ -153,7 +159,7 @@ describe('damaged records', () => {
     const { entries } = readTable(dir);
     const cut = Math.floor(entries.reduce((a, e) => Math.max(a, e.end), 0) / 2);
     truncateSync(join(dir, '0.zr'), cut);
-    const lost = entries.map((e, i) => [e, i]).filter(([e]) => e.end > cut).map(([, i]) => i);
+    const lost = entries.map((e, i) => /** @type {const} */ ([e, i])).filter(([e]) => e.end > cut).map(([, i]) => i);
     assert.ok(lost.length > 0 && lost.length < entries.length);
     const store = await Store.open(dir);
     try {
@@ -204,8 +210,8 @@ describe('damaged records', () => {
     const dir = copy('tokens_i32_ragged_zstd');
     const { entries } = readTable(dir);
     // Entry a takes the frame of record b (a valid frame of another size), keeping its own length.
-    const [a, b] = [0, 1, 2, 3, 4, 5].flatMap((x) => [0, 1, 2, 3, 4, 5].map((y) => [x, y]))
-      .find(([x, y]) => entries[x].compress === 1 && entries[y].compress === 1 && entries[x].logic !== entries[y].logic);
+    const [a, b] = /** @type {number[]} */ ([0, 1, 2, 3, 4, 5].flatMap((x) => [0, 1, 2, 3, 4, 5].map((y) => [x, y]))
+      .find(([x, y]) => entries[x].compress === 1 && entries[y].compress === 1 && entries[x].logic !== entries[y].logic)); // the fixture has such a pair
     const at = 16 + 16 * a;
     const meta = join(dir, 'meta.zr');
     const src = readFileSync(meta).subarray(16 + 16 * b, 16 + 16 * b + 8);
@@ -236,6 +242,7 @@ describe('damaged records', () => {
 });
 
 describe('indices and arguments', () => {
+  /** @type {import('../src/node.js').Store} */
   let store;
   before(async () => {
     store = await Store.open(storeDir(GOOD));
@@ -245,6 +252,7 @@ describe('indices and arguments', () => {
   });
 
   const n = () => GOOD.length;
+  /** @type {[string, () => unknown[]][]} */
   const badIndices = [
     ['the length', () => [n()]],
     ['past the length', () => [0, n() + 1000]],
@@ -258,9 +266,9 @@ describe('indices and arguments', () => {
   ];
   for (const [what, make] of badIndices) {
     test(`an index that is ${what} is LOADERX_INDEX`, async () => {
-      await rejectsWith(store.gather(make()), 'LOADERX_INDEX');
-      await rejectsWith(store.gatherBytes(make()), 'LOADERX_INDEX');
-      await rejectsWith(store.lengths(make()), 'LOADERX_INDEX');
+      await rejectsWith(store.gather(/** @type {any} */ (make())), 'LOADERX_INDEX');
+      await rejectsWith(store.gatherBytes(/** @type {any} */ (make())), 'LOADERX_INDEX');
+      await rejectsWith(store.lengths(/** @type {any} */ (make())), 'LOADERX_INDEX');
     });
   }
 
@@ -271,14 +279,14 @@ describe('indices and arguments', () => {
 
   for (const [what, value] of [['a number', 3], ['null', null], ['undefined', undefined], ['an object', { 0: 1 }], ['a bigint', 3n]]) {
     test(`indices given as ${what} are LOADERX_ARGUMENT`, async () => {
-      await rejectsWith(store.gather(value), 'LOADERX_ARGUMENT');
-      await rejectsWith(store.gatherBytes(value), 'LOADERX_ARGUMENT');
-      await rejectsWith(store.lengths(value), 'LOADERX_ARGUMENT');
+      await rejectsWith(store.gather(/** @type {any} */ (value)), 'LOADERX_ARGUMENT');
+      await rejectsWith(store.gatherBytes(/** @type {any} */ (value)), 'LOADERX_ARGUMENT');
+      await rejectsWith(store.lengths(/** @type {any} */ (value)), 'LOADERX_ARGUMENT');
     });
   }
 
   test('a good call still works on the same store after the bad ones', async () => {
-    const got = await store.gather([1, 2]);
+    const got = /** @type {import('../src/node.js').Shaped} */ (await store.gather([1, 2])); // dense: one array
     assert.deepEqual(got.shape, [2, 28, 28]);
   });
 
@@ -330,7 +338,10 @@ describe('verify of big records', () => {
 });
 
 describe('I/O failures', () => {
-  /** A NodeSource over the good fixture whose reads (of `which` files) throw. */
+  /**
+   * A NodeSource over the good fixture whose reads (of `which` files) throw.
+   * @param {(name: string) => boolean} [which]
+   */
   function failingSource(which = () => true) {
     const inner = new NodeSource(storeDir(GOOD));
     return {
@@ -343,7 +354,7 @@ describe('I/O failures', () => {
   }
 
   test('a source whose read() throws is LOADERX_IO, with the cause kept', async () => {
-    await assert.rejects(Store.open(failingSource()), (e) => isError('LOADERX_IO')(e) && /disk on fire/.test(e.cause?.message));
+    await assert.rejects(Store.open(failingSource()), (/** @type {any} */ e) => isError('LOADERX_IO')(e) && /disk on fire/.test(e.cause?.message));
     await stillWorks();
   });
 
@@ -488,8 +499,11 @@ describe('Sampler arguments', () => {
   const cases = [
     ['length 0', () => new Sampler(0, 4, 0, 1)],
     ['batch size 0', () => new Sampler(10, 0, 1, 1)],
+    // @ts-expect-error 7 is no SamplerMode
     ['mode 7', () => new Sampler(10, 4, 7, 1)],
+    // @ts-expect-error -1 is no SamplerMode
     ['mode -1', () => new Sampler(10, 4, -1, 1)],
+    // @ts-expect-error 'RANDOM' is no SamplerMode
     ["mode 'RANDOM'", () => new Sampler(10, 4, 'RANDOM', 1)],
     ['a negative seed', () => new Sampler(10, 4, 1, -1)],
     ['a fractional seed', () => new Sampler(10, 4, 1, 0.5)],
@@ -511,7 +525,7 @@ describe('Sampler arguments', () => {
 test('a store with a delete.journal (a native writer killed mid-delete) is refused until the native engine finishes it', async () => {
   const dir = copy(GOOD.name);
   writeFileSync(join(dir, 'delete.journal'), new Uint8Array(40));
-  await assert.rejects(Store.open(dir), (e) => isError('LOADERX_CORRUPT')(e) && /delete\.journal/.test(e.message) && /native engine/.test(e.message));
+  await assert.rejects(Store.open(dir), (/** @type {any} */ e) => isError('LOADERX_CORRUPT')(e) && /delete\.journal/.test(e.message) && /native engine/.test(e.message));
   rmSync(join(dir, 'delete.journal'));
   const store = await Store.open(dir);
   assert.ok(store.length > 0);

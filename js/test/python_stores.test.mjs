@@ -127,7 +127,7 @@ async function checkStore(store, exp) {
   // Records that do not fit the schema (written so on purpose by some Python tests, refused by
   // the Python datasets) are refused by the typed reads, with their index, and listed by verify.
   for (const i of misfits) {
-    await assert.rejects(store.gather([i]), (e) => e.name === 'LoaderxError' && e.code === 'LOADERX_CORRUPT' && e.index === i, `gather([${i}]) of a misfit record`);
+    await assert.rejects(store.gather([i]), (/** @type {any} */ e) => e.name === 'LoaderxError' && e.code === 'LOADERX_CORRUPT' && e.index === i, `gather([${i}]) of a misfit record`);
     // Its bytes come back exactly, or not at all: never different bytes.
     try {
       const [r] = await store.gatherBytes([i]);

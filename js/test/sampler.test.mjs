@@ -76,7 +76,7 @@ describe('IID and CYCLIC equal the Python sampler', () => {
     const env = { ...process.env };
     delete env.PYTHONPATH;
     const out = execFileSync(PYTHON, ['-c', PY_CODE], { input: JSON.stringify(PY_CASES), env, encoding: 'utf8', timeout: 60000 });
-    py = JSON.parse(out.trim().split('\n').at(-1));
+    py = JSON.parse(/** @type {string} */ (out.trim().split('\n').at(-1))); // (split gives at least one line)
   });
 
   PY_CASES.forEach((c, n) => {
@@ -102,11 +102,12 @@ describe('IID and CYCLIC equal the Python sampler', () => {
 describe('sampler properties', () => {
   test('modes may be given by name', () => {
     assert.deepEqual(Sampler.Mode, MODES);
-    for (const [name, mode] of Object.entries(MODES)) {
+    for (const [name, mode] of /** @type {[keyof typeof Sampler.Mode, 0 | 1 | 2][]} */ (Object.entries(MODES))) {
       const a = new Sampler(50, 6, name, 9);
       const b = new Sampler(50, 6, mode, 9);
       assert.deepEqual(list(a.batchAt(3)), list(b.batchAt(3)));
-      assert.deepEqual(list(new Sampler(50, 6, name.toLowerCase(), 9).batchAt(3)), list(b.batchAt(3)));
+      // Lower-case names work too, though the typings (SamplerMode) list only the upper-case ones.
+      assert.deepEqual(list(new Sampler(50, 6, /** @type {any} */ (name.toLowerCase()), 9).batchAt(3)), list(b.batchAt(3)));
     }
   });
 

@@ -69,7 +69,11 @@ pub(crate) fn argument(message: &str) -> JsValue {
 /// An index that is no index: negative, fractional, NaN or infinite (a JavaScript number
 /// turned into a store index at the edge; the range check is core's).
 pub(crate) fn not_an_index(x: f64, length: u64) -> JsValue {
-    let message = format!("index {x} is not an integer index into a store of {length} records");
+    // Named as JavaScript writes the number (5e-324, not 0.000…5).
+    let shown = String::from(
+        js_sys::Number::from(x).to_string_with_radix(10).unwrap_or_else(|_| format!("{x}").into()),
+    );
+    let message = format!("index {shown} is not an integer index into a store of {length} records");
     js_error(ErrorKind::Index, &message, None).into()
 }
 

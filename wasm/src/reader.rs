@@ -269,16 +269,15 @@ impl Reader {
     /// length by core's one rule.
     fn indices(&self, xs: &[f64]) -> Result<Vec<u64>, JsValue> {
         let length = u64::from(self.header.length);
-        let indices = xs
-            .iter()
-            .map(|&x| {
-                if x >= 0.0 && x.fract() == 0.0 && x < 2f64.powi(64) {
-                    Ok(x as u64)
-                } else {
-                    Err(not_an_index(x, length))
-                }
-            })
-            .collect::<Result<Vec<u64>, JsValue>>()?;
+        let mut indices = Vec::with_capacity(xs.len());
+        for &x in xs {
+            if !(x >= 0.0 && x.fract() == 0.0 && x < 2f64.powi(64)) {
+                // The first bad element is the one named, whichever rule it breaks.
+                read::check_indices(&indices, length).map_err(js)?;
+                return Err(not_an_index(x, length));
+            }
+            indices.push(x as u64);
+        }
         read::check_indices(&indices, length).map_err(js)?;
         Ok(indices)
     }

@@ -4,8 +4,11 @@ import { describeStore } from './describe.mjs';
 
 // Loaded on first use, so that importing this file outside a page (node --test walks js/test/)
 // does nothing.
+// The package as the test server serves it (a URL, not a path: typed as ../../src/browser.js).
+const BROWSER_JS = '/js/src/browser.js';
+/** @type {typeof import('../../src/browser.js')} */
 let api;
-const load = async () => { api ??= await import('/js/src/browser.js'); };
+const load = async () => { api ??= await import(BROWSER_JS); };
 
 /** The Files a user would pick for a store, with every byte fetched first. */
 async function filesOf(url, names) {
@@ -52,17 +55,20 @@ export const env = () => ({
 /**
  * Describes every store through each source in `sources` ('http', 'files').
  * @param {{stores: {id: string, url: string, files: string[] | null}[], sources: string[],
- *   opts?: object, threaded?: boolean, concurrency?: number}} o `files` null skips the Files source.
+ *   opts?: import('../../src/browser.js').OpenOptions, threaded?: boolean | null, concurrency?: number}} o
+ *   `files` null skips the Files source; `threaded` null: either.
  */
 export async function describeAll({ stores, sources, opts, threaded = null, concurrency = 3 }) {
   await load();
   const t0 = performance.now();
+  /** @typedef {{http?: unknown, files?: unknown, dir?: unknown}} BySource */
+  /** @type {Record<string, BySource>} */
   const out = {};
   let next = 0;
   const work = async () => {
     while (next < stores.length) {
       const s = stores[next++];
-      const r = (out[s.id] = {});
+      const r = (out[s.id] = /** @type {BySource} */ ({}));
       if (sources.includes('http')) r.http = await describeStore(opener(() => api.Store.open(s.url, opts), threaded));
       if (sources.includes('files') && s.files) {
         let files;
@@ -100,10 +106,13 @@ async function codeOf(fn) {
  */
 export async function errorPaths({ magicUrl, truncUrl, truncFiles, goodUrl, opts }) {
   await load();
+  /** @type {Record<string, unknown>} */
   const out = {};
   out.magicHttp = await codeOf(() => api.Store.open(magicUrl, opts));
   out.magicFiles = await codeOf(async () => api.Store.open(await filesOf(magicUrl, ['meta.zr', '0.zr', 'schema.msgpack']), opts));
-  for (const [key, source] of [['truncHttp', () => truncUrl], ['truncFiles', () => filesOf(truncUrl, truncFiles)]]) {
+  /** @type {[string, () => string | Promise<File[]>][]} */
+  const truncSources = [['truncHttp', () => truncUrl], ['truncFiles', () => filesOf(truncUrl, truncFiles)]];
+  for (const [key, source] of truncSources) {
     let store;
     try {
       store = await api.Store.open(await source(), opts);

@@ -130,7 +130,8 @@ const fail = (msg) => failures.push(msg);
 async function inPage(server, fn, args) {
   const page = await openPage(browser.ctx, `${server.url}js/test/browser/index.html`);
   try {
-    return await page.evaluate(async ([name, a]) => (await import('/js/test/browser/page.mjs'))[name](a), [fn, args]);
+    // The module's URL on the test server goes in as an argument (the function runs in the page).
+    return await page.evaluate(async ([url, name, a]) => (await import(url))[name](a), ['/js/test/browser/page.mjs', fn, args]);
   } finally {
     const errors = page.problems.filter((p) => !p.includes('Failed to load resource'));
     if (errors.length) fail(`${fn} page: ${errors.join('; ')}`);

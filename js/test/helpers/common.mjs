@@ -68,10 +68,10 @@ export function copyStore(src, dst) {
 /**
  * Every file of a store directory as `{name: Uint8Array}` (for MemorySource).
  * @param {string} dir
- * @returns {Record<string, Uint8Array>}
+ * @returns {Record<string, Uint8Array<ArrayBuffer>>}
  */
 export function readStoreFiles(dir) {
-  /** @type {Record<string, Uint8Array>} */
+  /** @type {Record<string, Uint8Array<ArrayBuffer>>} */
   const out = {};
   for (const name of readdirSync(dir)) {
     if (statSync(join(dir, name)).isFile()) out[name] = new Uint8Array(readFileSync(join(dir, name)));

@@ -126,6 +126,7 @@ const results = [];
 const figures = [];
 let current = '';
 class Failure extends Error {}
+/** @type {(ok: unknown, what: string) => asserts ok} */
 const check = (ok, what) => { if (!ok) throw new Failure(what); };
 const eq = (got, want, what) => check(JSON.stringify(got) === JSON.stringify(want), `${what}: got ${JSON.stringify(got)?.slice(0, 300)}, expected ${JSON.stringify(want)?.slice(0, 300)}`);
 const near = (got, want, what, tol = 1e-9) => check(Math.abs(Number(got) - want) <= tol * Math.max(1, Math.abs(want)), `${what}: got ${got}, expected ${want}`);
@@ -156,24 +157,29 @@ async function test(name, fn) {
   }
 }
 
-/** Waits until the grid shows the page `key` (or any page when null). */
+/**
+ * Waits until the grid shows the page `key` (or any page when null).
+ * @param {import('playwright-core').Page} page
+ * @param {string | null} [key]
+ */
 async function rendered(page, key = null) {
   await page.waitForFunction((k) => {
-    const g = document.querySelector('#grid');
+    const g = /** @type {HTMLElement | null} */ (document.querySelector('#grid'));
     return g && g.dataset.key && !g.hasAttribute('aria-busy') && (k == null || g.dataset.key === k);
   }, key, { timeout: 20_000 });
 }
 
 const tileIndices = (page) => page.$$eval('#grid .tile', (ts) => ts.map((t) => Number(t.dataset.index)));
 const bannerText = (page) => page.$eval('#banner', (b) => (b.hidden ? '' : b.innerText));
-const waitBanner = (page) => page.waitForFunction(() => !document.querySelector('#banner').hidden, null, { timeout: 20_000 });
+const waitBanner = (page) => page.waitForFunction(() => !/** @type {HTMLElement} */ (document.querySelector('#banner')).hidden, null, { timeout: 20_000 });
 
 /** RGBA pixels of the main image of each tile (by record index). */
 function tilePixels(page, indices) {
   return page.evaluate((idx) => idx.map((i) => {
-    const c = document.querySelector(`#grid .tile[data-index="${i}"] .tile-main canvas`);
+    const c = /** @type {HTMLCanvasElement | null} */ (document.querySelector(`#grid .tile[data-index="${i}"] .tile-main canvas`));
     if (!c) return null;
-    return { w: c.width, h: c.height, px: Array.from(c.getContext('2d').getImageData(0, 0, c.width, c.height).data) };
+    const ctx = /** @type {CanvasRenderingContext2D} */ (c.getContext('2d'));
+    return { w: c.width, h: c.height, px: Array.from(ctx.getImageData(0, 0, c.width, c.height).data) };
   }), indices);
 }
 
@@ -212,15 +218,17 @@ await test('overview of a store opened by URL', async (newPage) => {
   for (const name of ['u8img_zstd_dict', 'deleted_uncompacted']) {
     const page = await newPage(`store=${fixture(name)}`);
     await rendered(page);
-    await page.waitForFunction(() => document.querySelector('[data-k="compression"]')?.dataset.v);
+    await page.waitForFunction(() => /** @type {HTMLElement | null} */ (document.querySelector('[data-k="compression"]'))?.dataset.v);
     const ref = await nodeStore(name);
+    const schema = ref.schema;
+    check(schema, `${name} has a schema`);
     const st = await ref.stats();
     const v = await page.$$eval('[data-k]', (els) => Object.fromEntries(els.map((e) => [e.dataset.k, e.dataset.v ?? e.textContent])));
     eq(Number(v.records), ref.length, `${name} records`);
-    eq(v.kind, ref.schema.kind, `${name} kind`);
-    eq(v.dtype, ref.schema.dtype, `${name} dtype`);
-    eq(v['item-shape'], JSON.stringify(ref.schema.itemShape), `${name} item shape`);
-    eq(v.codec, ref.schema.codec, `${name} codec`);
+    eq(v.kind, schema.kind, `${name} kind`);
+    eq(v.dtype, schema.dtype, `${name} dtype`);
+    eq(v['item-shape'], JSON.stringify(schema.itemShape), `${name} item shape`);
+    eq(v.codec, schema.codec, `${name} codec`);
     eq(Number(v['apparent-bytes']), st.apparentBytes, `${name} apparent bytes`);
     near(Number(v.compression), st.compressionRatio, `${name} compression ratio`);
     eq(Number(v.reclaimable), st.reclaimable, `${name} reclaimable`);
@@ -231,7 +239,7 @@ await test('overview of a store opened by URL', async (newPage) => {
     if (name === 'deleted_uncompacted') check(st.reclaimable > 0 && shown.includes('compact()'), 'reclaimable bytes are explained');
     if (name === 'u8img_zstd_dict') {
       await page.click('text=Verify all records');
-      await page.waitForFunction(() => document.querySelector('[data-k="verify"]')?.dataset.v === 'ok');
+      await page.waitForFunction(() => /** @type {HTMLElement | null} */ (document.querySelector('[data-k="verify"]'))?.dataset.v === 'ok');
       await shot(page, 'overview', { clip: { x: 0, y: 0, width: 1400, height: 620 } });
     }
     await ref.close();
@@ -327,7 +335,7 @@ await test('detail view: values, histogram, zoom with the pixel under the cursor
   await page.waitForSelector('dialog#detail[data-loaded="4"]');
   check(page.url().includes('i=4'), 'the open record is in the address bar');
   await page.keyboard.press('Escape');
-  await page.waitForFunction(() => !document.querySelector('dialog#detail').open);
+  await page.waitForFunction(() => !/** @type {HTMLDialogElement} */ (document.querySelector('dialog#detail')).open);
   await ref.close();
 });
 
@@ -348,9 +356,9 @@ await test('a store opened through the folder input, and by a drop', async (newP
     const files = await Promise.all(names.map(async (n) => new File([await (await fetch(base + n)).arrayBuffer()], n)));
     const dt = new DataTransfer();
     for (const f of files) dt.items.add(f);
-    document.querySelector('main').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true, clientX: 200, clientY: 200 }));
+    /** @type {HTMLElement} */ (document.querySelector('main')).dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true, clientX: 200, clientY: 200 }));
   }, '/fixtures/labels_i64_zstd/store/');
-  await page.waitForFunction(() => document.querySelector('[data-k="dtype"]')?.dataset.v === '<i8');
+  await page.waitForFunction(() => /** @type {HTMLElement | null} */ (document.querySelector('[data-k="dtype"]'))?.dataset.v === '<i8');
   await rendered(page, 'page:0:48');
   const labels = await nodeStore('labels_i64_zstd');
   eq(await page.$$eval('#grid .tile .scalar', (s) => s.slice(0, 10).map((e) => e.textContent)), Array.from(await labels.gather([...Array(10).keys()]), String), 'the dropped store\'s records');
@@ -390,7 +398,7 @@ await test('ragged store: record lengths and their histogram', async (newPage) =
   await rendered(page);
   const ref = await nodeStore(name);
   const lens = Array.from(await ref.lengths(Array.from({ length: ref.length }, (_, k) => k)), (b) => b / 4);
-  await page.waitForFunction(() => document.querySelector('[data-k="lengths"]')?.dataset.v);
+  await page.waitForFunction(() => /** @type {HTMLElement | null} */ (document.querySelector('[data-k="lengths"]'))?.dataset.v);
   const got = JSON.parse(await page.$eval('[data-k="lengths"]', (e) => e.dataset.v));
   eq([got.min, got.max, got.total], [Math.min(...lens), Math.max(...lens), lens.reduce((a, b) => a + b, 0)], 'length min, max, total');
   check(await page.$eval('#lengths canvas.hist', (c) => c.width > 0), 'a length histogram is drawn');
@@ -401,6 +409,7 @@ await test('ragged store: record lengths and their histogram', async (newPage) =
 });
 
 await test('errors are shown as readable messages', async (newPage) => {
+  /** @type {[url: string, title: RegExp, code: string][]} */
   const cases = [
     ['/bad/magic/', /Not a loaderx store/, 'LOADERX_NOT_A_STORE'],
     ['/bad/nope/', /No store there/, 'LOADERX_NOT_FOUND'],
@@ -443,12 +452,13 @@ await test(`${BIG_N.toLocaleString('en-US')} records: paging stays fast and the 
   await rendered(page, 'page:0:48');
   eq(Number(await page.$eval('[data-k="records"]', (e) => e.dataset.v)), BIG_N, 'records');
   eq(await page.$eval('[data-k="decoding"]', (e) => e.dataset.v), 'threaded', 'decoding');
-  await page.waitForFunction(() => document.querySelector('[data-k="compression"]')?.dataset.v);
+  await page.waitForFunction(() => /** @type {HTMLElement | null} */ (document.querySelector('[data-k="compression"]'))?.dataset.v);
   await page.$eval('.records', (r) => r.scrollIntoView());
   // Times from a click to the frame that shows the new tiles, with a requestAnimationFrame
   // heartbeat running (its longest gap) and long main-thread tasks recorded (the longest).
   const run = (what, steps) => page.evaluate(async ({ what: w, steps: st }) => {
-    const grid = document.querySelector('#grid');
+    const grid = /** @type {HTMLElement} */ (document.querySelector('#grid'));
+    /** @type {number[]} */
     const times = [];
     let maxGap = 0;
     let maxTask = 0;
@@ -463,19 +473,19 @@ await test(`${BIG_N.toLocaleString('en-US')} records: paging stays fast and the 
     requestAnimationFrame(beat);
     const tasks = new PerformanceObserver((l) => { for (const e of l.getEntries()) maxTask = Math.max(maxTask, e.duration); });
     tasks.observe({ type: 'longtask' });
-    const shown = (before) => new Promise((res) => {
+    const shown = (/** @type {string | undefined} */ before) => /** @type {Promise<void>} */ (new Promise((res) => {
       const done = () => grid.dataset.key !== before && !grid.hasAttribute('aria-busy');
       if (done()) return requestAnimationFrame(() => res());
       const mo = new MutationObserver(() => { if (done()) { mo.disconnect(); requestAnimationFrame(() => res()); } });
       mo.observe(grid, { attributes: true });
-    });
+    }));
     for (const s of st) {
       const before = grid.dataset.key;
       const t = performance.now();
-      if (w === 'next') document.querySelector('#next').click();
+      if (w === 'next') /** @type {HTMLButtonElement} */ (document.querySelector('#next')).click();
       else {
-        document.querySelector('#jump-input').value = String(s);
-        document.querySelector('#jump-form').requestSubmit();
+        /** @type {HTMLInputElement} */ (document.querySelector('#jump-input')).value = String(s);
+        /** @type {HTMLFormElement} */ (document.querySelector('#jump-form')).requestSubmit();
       }
       await shown(before);
       times.push(performance.now() - t);
