@@ -1,5 +1,5 @@
 // Types of the browser entry point (src/browser.js).
-import type { BlobSource, Bytes, Source, StoreApi } from './common.js';
+import type { BlobSource, BuiltinSource, Bytes, Source, StoreApi } from './common.js';
 
 export * from './common.js';
 
@@ -29,14 +29,9 @@ export declare class Store {
 }
 
 /** Reads from a FileSystemDirectoryHandle (showDirectoryPicker, Chromium). */
-export declare class DirectoryHandleSource implements Source {
+export interface DirectoryHandleSource extends BuiltinSource {}
+export declare class DirectoryHandleSource {
   constructor(handle: FileSystemDirectoryHandle);
-  label: string;
-  maxGap: number;
-  size(name: string): Promise<number | null>;
-  read(name: string, start: number, end: number): Promise<Uint8Array | null>;
-  descriptor(): unknown;
-  close(): void;
 }
 
 /** Collects the Files of a drop (directories included) and finds the store among them. */

@@ -192,40 +192,36 @@ export interface HttpOptions {
 }
 
 /** A store over HTTP(S), read with single-range GETs (a server answering 200 is LOADERX_NO_RANGE). */
-export declare class HttpSource implements Source {
-  constructor(base: string | URL, options?: HttpOptions);
+/** What every built-in source has (declared once, merged into each class below). */
+export interface BuiltinSource extends Source {
   label: string;
   maxGap: number;
-  cacheBytes: number;
   size(name: string): Promise<number | null>;
   read(name: string, start: number, end: number): Promise<Uint8Array | null>;
-  /** LOADERX_ARGUMENT with a custom fetch. */
   descriptor(): unknown;
   close(): void;
+}
+
+export interface HttpSource extends BuiltinSource {}
+export declare class HttpSource {
+  constructor(base: string | URL, options?: HttpOptions);
+  cacheBytes: number;
+  /** LOADERX_ARGUMENT with a custom fetch. */
+  descriptor(): unknown;
 }
 
 /** `files`: bytes by name (any ArrayBufferView is taken as its bytes; null/undefined is a missing
  *  file); a value that is not bytes is LOADERX_ARGUMENT. */
-export declare class MemorySource implements Source {
+export interface MemorySource extends BuiltinSource {}
+export declare class MemorySource {
   constructor(files: Record<string, Bytes | null | undefined> | Map<string, Bytes | null | undefined>, label?: string);
-  label: string;
-  maxGap: number;
-  size(name: string): Promise<number | null>;
-  read(name: string, start: number, end: number): Promise<Uint8Array | null>;
   readInto(name: string, start: number, end: number, target: Uint8Array, offset: number): Promise<number>;
-  descriptor(): unknown;
-  close(): void;
 }
 
 /** Blobs (or Files) by name, read with `Blob.slice` (Node has Blob too). */
-export declare class BlobSource implements Source {
+export interface BlobSource extends BuiltinSource {}
+export declare class BlobSource {
   constructor(files: Map<string, Blob> | Record<string, Blob>, label?: string);
   /** The store among picked files: the directory holding the shallowest `meta.zr`. */
   static fromFiles(files: Iterable<File> | ArrayLike<File>): BlobSource;
-  label: string;
-  maxGap: number;
-  size(name: string): Promise<number | null>;
-  read(name: string, start: number, end: number): Promise<Uint8Array | null>;
-  descriptor(): unknown;
-  close(): void;
 }

@@ -71,7 +71,10 @@ function attempt(fn) {
 /** A thrown value, for messages (whatever it is). */
 function show(e) {
   try {
-    if (e instanceof Error) return `${e.constructor.name} ${e.name}${e.code ? ` [${e.code}]` : ''}: ${e.message}`;
+    if (e instanceof Error) {
+      const { code } = /** @type {Error & {code?: string}} */ (e);
+      return `${e.constructor.name} ${e.name}${code ? ` [${code}]` : ''}: ${e.message}`;
+    }
     return `a non-Error ${typeof e}: ${fc.stringify(e)}`;
   } catch {
     return `a ${typeof e}`;
@@ -91,8 +94,9 @@ function assertLoaderxError(e, codes, what) {
   assert.ok(e instanceof Error, `${what}: threw ${show(e)}`);
   assertNoTrap(e, what);
   assert.equal(e.name, 'LoaderxError', `${what}: threw ${show(e)}`);
-  assert.ok(CODES.has(e.code), `${what}: undocumented code in ${show(e)}`);
-  if (codes) assert.ok(codes.includes(e.code), `${what}: expected ${codes.join(' or ')}, got ${show(e)}`);
+  const { code } = /** @type {Error & {code: string}} */ (e);
+  assert.ok(CODES.has(code), `${what}: undocumented code in ${show(e)}`);
+  if (codes) assert.ok(codes.includes(code), `${what}: expected ${codes.join(' or ')}, got ${show(e)}`);
   assert.ok(typeof e.message === 'string' && e.message.length > 0, `${what}: empty message`);
 }
 
@@ -211,7 +215,7 @@ function checkResult(t, method, idx, got) {
     assert.ok(Array.isArray(got) && got.length === idx.length, `${what}: one array per index`);
     idx.forEach((i, k) => {
       assert.ok(got[k] instanceof Uint8Array && sameBytes(got[k], snap.bytes[i]), `${what}: record ${i}`);
-      assert.deepEqual(got[k].shape, [snap.bytes[i].byteLength]);
+      assert.deepEqual(/** @type {import('../src/node.js').Shaped} */ (got[k]).shape, [snap.bytes[i].byteLength]);
     });
     return;
   }
@@ -306,6 +310,7 @@ const notIterable = fc.constantFrom(0, 3, -1, NaN, 3n, null, undefined, true, {}
 function indicesArb(t) {
   const n = t.snap.length;
   const list = (arb) => fc.array(arb, { maxLength: t.maxLength });
+  /** @type {{weight: number, arbitrary: import('fast-check').Arbitrary<object>}[]} */
   const kinds = [
     { weight: 10, arbitrary: list(element(n)).map((array) => ({ array })) },
     { weight: 3, arbitrary: fc.record({ typed: fc.constantFrom(...TYPED), values: list(numeric(n)) }) },
@@ -521,7 +526,8 @@ describe('verify and stats options', () => {
     test(`${name}: verify with bad batchSize / onProgress succeeds with the snapshot report or fails as documented`, async () => {
       const t = targets.get(name);
       await fc.assert(
-        fc.asyncProperty(batchSizeArb, onProgressArb, fc.boolean(), async (batchSize, progress, withKey) => {
+        // batchSize and progress: generated good and bad values, deliberately of any type.
+        fc.asyncProperty(batchSizeArb, onProgressArb, fc.boolean(), async (/** @type {any} */ batchSize, /** @type {any} */ progress, withKey) => {
           const log = [];
           const extra = [];
           const opts = { onProgress: makeProgress(progress, t, log, extra) };
@@ -619,6 +625,7 @@ describe('Store.open', () => {
     await fc.assert(
       fc.asyncProperty(openValueArb(), fc.anything({ maxDepth: 1 }), async (d, options) => {
         const what = `Store.open(${fc.stringify(d)})`;
+        // @ts-expect-error Node's Store.open takes no options (a second argument is ignored, whatever it is)
         const res = await settle(() => Store.open(resolve(d), options));
         if ('error' in res || res.hang) {
           // An object that is no source is {name: bytes}: a value in it that is not bytes is a
@@ -632,7 +639,7 @@ describe('Store.open', () => {
           // Only the store whose chunk is a directory opens; reading its records then fails.
           const store = expectResolves(res, what);
           try {
-            assert.equal(d.special, 'chunk is a directory', `${what} opened`);
+            assert.equal(/** @type {{special?: string}} */ (d).special, 'chunk is a directory', `${what} opened`);
             expectRejects(await settle(() => store.gatherBytes([0])), ['LOADERX_IO', 'LOADERX_CORRUPT'], `${what}.gatherBytes`);
             okOrRejects(await settle(() => store.verify()), ['LOADERX_IO'], `${what}.verify`);
           } finally {
@@ -651,6 +658,7 @@ describe('Store.open', () => {
     await fc.assert(
       fc.asyncProperty(fc.oneof(fc.anything({ maxDepth: 2 }), fc.record({ worker: fc.anything({ maxDepth: 0 }), threads: fc.anything({ maxDepth: 0 }) })), fc.boolean(), async (options, memory) => {
         const dir = storeDir(fixture(t.name));
+        // @ts-expect-error Node's Store.open takes no options (a second argument is ignored, whatever it is)
         const store = expectResolves(await settle(() => Store.open(memory ? new MemorySource(readStoreFiles(dir)) : dir, options)), `Store.open(dir, ${fc.stringify(options)})`);
         try {
           await assertUnchanged({ ...t, store });
@@ -781,6 +789,7 @@ describe('{name: bytes} stores of random bytes', () => {
   });
 
   function filesOf(d) {
+    /** @type {Record<string, Uint8Array>} */
     const files = {};
     for (const name of ['meta.zr', 'schema.msgpack', 'dict.zr', '0.zr', '1.zr']) {
       const f = d[name];
@@ -855,7 +864,7 @@ describe('{name: bytes} stores of random bytes', () => {
     const files = fc.dictionary(fc.oneof(fc.constantFrom('meta.zr', 'schema.msgpack', 'dict.zr', '0.zr'), fc.string({ maxLength: 4 })), notBytes, { maxKeys: 4 });
     await fc.assert(
       fc.asyncProperty(files, async (f) => {
-        const res = await settle(() => Store.open(f));
+        const res = await settle(() => Store.open(/** @type {any} */ (f))); // (values that are not bytes, on purpose)
         const what = `Store.open(${fc.stringify(f)})`;
         if (holdsNonBytes(f)) expectRejects(res, ['LOADERX_ARGUMENT'], what);
         else if ('error' in res || res.hang) expectRejects(res, ['LOADERX_NOT_FOUND', 'LOADERX_NOT_A_STORE', 'LOADERX_CORRUPT'], what);
@@ -937,6 +946,8 @@ describe('custom sources', () => {
       }
       return honest(name, ...rest);
     };
+    /** @typedef {(name: string, ...rest: any[]) => any} Lying  a method that may lie */
+    /** @type {{label: string, maxGap: any, size: Lying, read: Lying, cacheBytes?: any, readInto?: Lying}} */
     const src = {
       label: `junk ${d.base}`,
       maxGap: typeof d.maxGap === 'number' ? d.maxGap : junkValue(d.maxGap),
@@ -1117,7 +1128,13 @@ function samplerModel(length, batchSize, mode, seed = 42) {
   return batchLength > 2n ** 24n ? null : { batchLength: Number(batchLength), mode: m, L, B };
 }
 
-/** A batch is right for the model: SEQUENTIAL exactly, the others in range (CYCLIC without repeats). */
+/**
+ * A batch is right for the model: SEQUENTIAL exactly, the others in range (CYCLIC without repeats).
+ * @param {Float64Array} got
+ * @param {{batchLength: number, mode: number, L: bigint, B: bigint}} mdl
+ * @param {bigint} step
+ * @param {string} what
+ */
 function checkBatch(got, mdl, step, what) {
   assert.ok(got instanceof Float64Array, `${what}: a Float64Array`);
   assert.equal(got.length, mdl.batchLength, `${what}: batch length`);
@@ -1133,7 +1150,8 @@ describe('Sampler', () => {
   test('bad length / batchSize / mode / seed / step: LOADERX_ARGUMENT, good ones give batches in range', async () => {
     const small = fc.integer({ min: 0, max: 40 });
     await fc.assert(
-      fc.property(u64Arb(small), u64Arb(small), modeArb, fc.option(u64Arb(small), { nil: undefined }), u64Arb(fc.nat(1000)), u64Arb(fc.nat(1000)), (length, batchSize, mode, seed, step, seekTo) => {
+      fc.property(u64Arb(small), u64Arb(small), modeArb, fc.option(u64Arb(small), { nil: undefined }), u64Arb(fc.nat(1000)), u64Arb(fc.nat(1000)), (/** @type {any} */ length, /** @type {any} */ batchSize, /** @type {any} */ mode, /** @type {any} */ seed, /** @type {any} */ step, /** @type {any} */ seekTo) => {
+        // (generated good and bad arguments, deliberately of any type)
         const mdl = samplerModel(length, batchSize, mode, seed);
         const what = `new Sampler(${fc.stringify([length, batchSize, mode, seed])})`;
         const res = attempt(() => new Sampler(length, batchSize, mode, seed));

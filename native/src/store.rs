@@ -215,18 +215,14 @@ impl Store {
     /// the rayon pool in contiguous blocks, one zstd context per block, and each record is
     /// decoded (or copied) straight from the chunk mapping into `dst`.
     pub fn gather(&self, indices: &[u64], dst: &mut [u8], dst_offsets: &[u64]) -> Result<()> {
-        if indices.len() != dst_offsets.len() {
-            return Err(Error::BadArgument(format!(
-                "{} indices but {} destination offsets",
-                indices.len(),
-                dst_offsets.len()
-            )));
+        let (n, m) = (indices.len(), dst_offsets.len());
+        if n != m {
+            return Err(Error::BadArgument(format!("{n} indices but {m} destination offsets")));
         }
-        let _gate = sync::read(&self.gate);
-        let locs = self.locate(indices)?;
-        let lens: Vec<u64> = locs.iter().map(|(l, _)| u64::from(l.logic_length)).collect();
-        let dsts = split_dst(dst, dst_offsets, &lens)?;
-        self.decode_all(indices, locs, dsts)
+        self.gather_with(indices, None, |locs| {
+            let lens: Vec<u64> = locs.iter().map(|(l, _)| u64::from(l.logic_length)).collect();
+            split_dst(dst, dst_offsets, &lens)
+        })
     }
 
     /// Decodes records `indices`, each exactly `stride` bytes long, back to back into `dst`
@@ -234,18 +230,29 @@ impl Store {
     /// A record of any other length is an [`Error::Corrupt`] (the dense rule of
     /// [`Layout::check`]), never a misaligned batch.
     pub fn gather_fixed(&self, indices: &[u64], dst: &mut [u8], stride: u64) -> Result<()> {
-        let need = (indices.len() as u64).checked_mul(stride);
-        if stride == 0 || need != Some(dst.len() as u64) {
-            return Err(Error::BadArgument(format!(
-                "buffer of {} bytes does not hold {} records of {stride} bytes",
-                dst.len(),
-                indices.len()
-            )));
+        let (n, size) = (indices.len(), dst.len());
+        if stride == 0 || (n as u64).checked_mul(stride) != Some(size as u64) {
+            let why = format!("buffer of {size} bytes does not hold {n} records of {stride} bytes");
+            return Err(Error::BadArgument(why));
         }
+        let layout = Layout { kind: Kind::Dense, item_bytes: stride };
+        self.gather_with(indices, Some(layout), |_| Ok(dst.chunks_exact_mut(stride as usize).collect()))
+    }
+
+    /// The read path of both gathers: checks the indices and entries (and that every record
+    /// fits `layout`, if given) before `dsts` cuts the destinations, then decodes.
+    fn gather_with<'d>(
+        &self,
+        indices: &[u64],
+        layout: Option<Layout>,
+        dsts: impl FnOnce(&[(RecordLoc, Codec)]) -> Result<Vec<&'d mut [u8]>>,
+    ) -> Result<()> {
         let _gate = sync::read(&self.gate);
         let locs = self.locate(indices)?;
-        self.check_fit(indices, &locs, Layout { kind: Kind::Dense, item_bytes: stride })?;
-        let dsts = dst.chunks_exact_mut(stride as usize).collect();
+        if let Some(layout) = layout {
+            self.check_fit(indices, &locs, layout)?;
+        }
+        let dsts = dsts(&locs)?;
         self.decode_all(indices, locs, dsts)
     }
 

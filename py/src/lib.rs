@@ -21,6 +21,11 @@ use pyo3::types::PyDict;
 
 use crate::error::{closed, core_to_py, to_py};
 
+/// A read-only 1-D uint8 array (record bytes).
+type Bytes<'py> = PyReadonlyArray1<'py, u8>;
+/// A read-only 1-D uint64 array (indices, offsets, sizes).
+type U64s<'py> = PyReadonlyArray1<'py, u64>;
+
 fn codec(tag: u8) -> PyResult<Codec> {
     Codec::from_tag(tag).ok_or_else(|| crate::error::argument(format!("unknown codec tag {tag}")))
 }
@@ -66,11 +71,7 @@ impl Store {
         py.detach(|| store.sync()).map_err(to_py)
     }
 
-    fn lengths<'py>(
-        &self,
-        py: Python<'py>,
-        idxs: PyReadonlyArray1<'py, u64>,
-    ) -> PyResult<Bound<'py, PyArray1<u32>>> {
+    fn lengths<'py>(&self, py: Python<'py>, idxs: U64s<'py>) -> PyResult<Bound<'py, PyArray1<u32>>> {
         let store = self.get()?;
         let idxs = idxs.as_slice()?;
         let lens = py.detach(|| store.lengths(idxs)).map_err(to_py)?;
@@ -81,7 +82,7 @@ impl Store {
     fn lengths_fitting<'py>(
         &self,
         py: Python<'py>,
-        idxs: PyReadonlyArray1<'py, u64>,
+        idxs: U64s<'py>,
         schema: &schema::Schema,
     ) -> PyResult<Bound<'py, PyArray1<u32>>> {
         let store = self.get()?;
@@ -95,9 +96,9 @@ impl Store {
     fn gather(
         &self,
         py: Python<'_>,
-        idxs: PyReadonlyArray1<'_, u64>,
+        idxs: U64s<'_>,
         mut dst: PyReadwriteArray1<'_, u8>,
-        offsets: PyReadonlyArray1<'_, u64>,
+        offsets: U64s<'_>,
     ) -> PyResult<()> {
         let store = self.get()?;
         let (idxs, offsets) = (idxs.as_slice()?, offsets.as_slice()?);
@@ -110,7 +111,7 @@ impl Store {
     fn gather_fixed_new<'py>(
         &self,
         py: Python<'py>,
-        idxs: PyReadonlyArray1<'py, u64>,
+        idxs: U64s<'py>,
         stride: u64,
     ) -> PyResult<Bound<'py, PyArray1<u8>>> {
         let store = self.get()?;
@@ -127,20 +128,14 @@ impl Store {
 
     /// Appends the records packed in `src` (record k starts at `offsets[k]`); returns the first
     /// new index.
-    fn append(
-        &self,
-        py: Python<'_>,
-        src: PyReadonlyArray1<'_, u8>,
-        offsets: PyReadonlyArray1<'_, u64>,
-        codec_tag: u8,
-    ) -> PyResult<u64> {
+    fn append(&self, py: Python<'_>, src: Bytes<'_>, offsets: U64s<'_>, codec_tag: u8) -> PyResult<u64> {
         let store = self.get()?;
         let codec = codec(codec_tag)?;
         let (src, offsets) = (src.as_slice()?, offsets.as_slice()?);
         py.detach(|| threads::run(|| store.append(src, offsets, codec))).map_err(to_py)
     }
 
-    fn delete(&self, py: Python<'_>, idxs: PyReadonlyArray1<'_, u64>) -> PyResult<()> {
+    fn delete(&self, py: Python<'_>, idxs: U64s<'_>) -> PyResult<()> {
         let store = self.get()?;
         let idxs = idxs.as_slice()?;
         py.detach(|| store.delete(idxs)).map_err(to_py)
@@ -165,8 +160,8 @@ impl Store {
     fn train_dict(
         &self,
         py: Python<'_>,
-        samples: PyReadonlyArray1<'_, u8>,
-        sizes: PyReadonlyArray1<'_, u64>,
+        samples: Bytes<'_>,
+        sizes: U64s<'_>,
         target: usize,
     ) -> PyResult<usize> {
         let store = self.get()?;
@@ -181,8 +176,8 @@ impl Store {
     fn train_dict_for(
         &self,
         py: Python<'_>,
-        src: PyReadonlyArray1<'_, u8>,
-        offsets: PyReadonlyArray1<'_, u64>,
+        src: Bytes<'_>,
+        offsets: U64s<'_>,
         capacity: Option<usize>,
     ) -> PyResult<usize> {
         let store = self.get()?;
