@@ -167,7 +167,9 @@ export interface StoreApi {
   close(): Promise<void>;
 }
 
-export type SamplerMode = 0 | 1 | 2 | 'SEQUENTIAL' | 'IID' | 'CYCLIC';
+type ModeName = 'SEQUENTIAL' | 'IID' | 'CYCLIC';
+/** A mode number, or its name in upper, lower or capitalized case. */
+export type SamplerMode = 0 | 1 | 2 | ModeName | Lowercase<ModeName> | Capitalize<Lowercase<ModeName>>;
 
 /** Endless batches of indices; the same arguments give the same batches in every front end. */
 export declare class Sampler {
