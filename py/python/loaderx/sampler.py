@@ -17,13 +17,14 @@ __all__ = ["Sampler"]
 _U64 = (1 << 64) - 1
 
 
-def _uint(value, name, low=0):
+def _uint(value, name):
+    """A Python integer as a u64 (the edge); what values make a sampler is the engine's rule."""
     try:
         v = operator.index(value)
     except TypeError:
         raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
-    if not low <= v <= _U64:
-        raise ValueError(f"{name} must be in {low}..2**64-1, got {v}")
+    if not 0 <= v <= _U64:
+        raise ValueError(f"{name} must be in 0..2**64-1, got {v}")
     return v
 
 
@@ -36,8 +37,8 @@ class Sampler:
         CYCLIC = 2  # without replacement, round-robin
 
     def __init__(self, length: int, batch_size: int, mode: int, seed: int = 42):
-        self.length = _uint(length, "length", 1)
-        self.batch_size = _uint(batch_size, "batch_size", 1)
+        self.length = _uint(length, "length")
+        self.batch_size = _uint(batch_size, "batch_size")
         try:
             self.mode = Sampler.Mode(operator.index(mode))
         except (ValueError, TypeError):
