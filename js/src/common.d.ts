@@ -8,15 +8,22 @@ export type LoaderxErrorCode =
 /** Every rejection (and synchronous throw) of the package, including errors from wasm and from
  *  a worker: `e instanceof LoaderxError` holds. */
 export declare class LoaderxError extends Error {
-  constructor(code: LoaderxErrorCode, message: string, options?: { cause?: unknown; index?: number });
+  constructor(code: LoaderxErrorCode, message: string, options?: ErrorFields);
   name: 'LoaderxError';
   code: LoaderxErrorCode;
   /** The record the error is about, when there is one. */
   index?: number;
+  /** LOADERX_CORRUPT: the damaged file of the store (`meta.zr`, `3.zr`, `schema.msgpack`, …). */
+  file?: string;
+  /** LOADERX_CORRUPT: the byte offset in `file`, when known. */
+  offset?: number;
 }
 
+/** Optional fields of a LoaderxError. */
+export interface ErrorFields { cause?: unknown; index?: number; file?: string; offset?: number }
+
 /** Builds a LoaderxError (the same as `new LoaderxError(code, message, extra)`). */
-export declare function loaderxError(code: LoaderxErrorCode, message: string, extra?: { cause?: unknown; index?: number }): LoaderxError;
+export declare function loaderxError(code: LoaderxErrorCode, message: string, extra?: ErrorFields): LoaderxError;
 
 export type TypedArray =
   | Int8Array | Uint8Array | Int16Array | Uint16Array | Int32Array | Uint32Array

@@ -9,17 +9,19 @@ export class LoaderxError extends Error {
   /**
    * @param {string} code
    * @param {string} message
-   * @param {{cause?: unknown, index?: number}} [options]
+   * @param {{cause?: unknown, index?: number, file?: string, offset?: number}} [options]
    */
   constructor(code, message, options = {}) {
     super(message, 'cause' in options ? { cause: options.cause } : undefined);
     this.code = code;
     if (options.index != null) this.index = options.index;
+    if (options.file != null) this.file = options.file;
+    if (options.offset != null) this.offset = options.offset;
   }
 }
 Object.defineProperty(LoaderxError.prototype, 'name', { value: 'LoaderxError', writable: true, configurable: true });
 
-/** Builds a LoaderxError (`extra`: `cause`, `index`). */
+/** Builds a LoaderxError (`extra`: `cause`, `index`, `file`, `offset`). */
 export function loaderxError(code, message, extra = {}) {
   return new LoaderxError(code, message, extra);
 }

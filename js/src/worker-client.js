@@ -9,7 +9,8 @@ import { batches } from './batches.js';
 
 /** A worker's error fields as a LoaderxError of this realm. */
 function revive(err) {
-  return loaderxError(err.code || 'LOADERX_IO', err.message, err.index != null ? { index: err.index } : {});
+  const { index, file, offset } = err;
+  return loaderxError(err.code || 'LOADERX_IO', err.message, { index, file, offset });
 }
 
 /** Whether a source can be rebuilt in a worker: it has a descriptor() that gives one. */

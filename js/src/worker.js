@@ -90,6 +90,8 @@ onmessage = async ({ data: { id, op, args } }) => {
   } catch (e) {
     // Whatever was thrown, the page gets a LoaderxError's fields (a thrown string or undefined too).
     const err = ioError(e, String(op));
-    postMessage({ id, error: { code: err.code, message: err.message, index: typeof err.index === 'number' ? err.index : undefined } });
+    const num = (x) => (typeof x === 'number' ? x : undefined);
+    const file = typeof err.file === 'string' ? err.file : undefined;
+    postMessage({ id, error: { code: err.code, message: err.message, index: num(err.index), file, offset: num(err.offset) } });
   }
 };

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { openSync, closeSync, ftruncateSync, readFileSync, rmSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { Store, Sampler, NodeSource, HttpSource } from '../src/node.js';
+import { Store, Sampler, NodeSource, HttpSource, LoaderxError } from '../src/node.js';
 import { serve } from '../scripts/serve.mjs';
 import { copyStore, expectedOf, expectedRecordBytes, fixture, range, readTable, removeDir, storeDir, tempDir } from './helpers/common.mjs';
 import { assertSameArray, toTyped } from './helpers/dtype.mjs';
@@ -93,6 +93,23 @@ describe('opening', () => {
       await rejectsWith(Store.open(dir), 'LOADERX_CORRUPT');
       await rejectsWith(Store.open({ 'meta.zr': meta.subarray(0, size) }), 'LOADERX_CORRUPT');
     }
+  });
+
+  test('corrupt errors carry the damaged file and offset as fields', async () => {
+    const dir = copy('u8img_raw');
+    const meta = readFileSync(join(dir, 'meta.zr'));
+    const entry = 16 + 16 * 2; // entry 2: a logical length the raw record does not have
+    patch(join(dir, 'meta.zr'), entry + 8, Buffer.from([0xe7, 0x03, 0, 0]));
+    const store = await Store.open(dir);
+    await assert.rejects(store.gather([0, 2]), (e) => {
+      assert.ok(e instanceof LoaderxError, String(e));
+      assert.deepEqual([e.code, e.file, e.offset, e.index], ['LOADERX_CORRUPT', 'meta.zr', entry, 2], e.message);
+      return true;
+    });
+    await store.close();
+    // A meta.zr cut short names where it ends.
+    const short = await Store.open({ 'meta.zr': meta.subarray(0, 9) }).catch((e) => e);
+    assert.deepEqual([short.code, short.file, short.offset], ['LOADERX_CORRUPT', 'meta.zr', 9]);
   });
 
   test('garbage magic is LOADERX_NOT_A_STORE', async () => {
