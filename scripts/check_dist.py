@@ -228,10 +228,21 @@ def check_npm(path, version):
     need = [
         "pkg/web/loaderx_wasm_bg.wasm", "pkg/web/loaderx_wasm.js",
         "pkg/threads/loaderx_wasm_bg.wasm", "pkg/threads/loaderx_wasm.js",
-        "src/index.d.ts", "src/node.js", "src/browser.js", "viewer/index.html",
+        "src/node.js", "src/browser.js", "viewer/index.html",
         "LICENSE-MIT", "LICENSE-APACHE", "README.md",
     ]
     need += [v.removeprefix("./") for v in package["bin"].values()]
+    # Every file package.json points at (entry points and their declarations), and what the
+    # declarations import.
+    def targets(node):
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, (dict, list)):
+            for value in node.values() if isinstance(node, dict) else node:
+                yield from targets(value)
+
+    need += sorted({t.removeprefix("./") for t in targets([package["types"], package["exports"]]) if t.startswith("./src/")})
+    need += ["src/common.d.ts"]
     missing = [n for n in need if n not in names]
     check(not missing, f"npm tarball lacks {missing}")
     bad = [n for n in names if re.search(r"(^|/)(test|tests|fixtures|node_modules)(/|$)", n)]
