@@ -59,6 +59,13 @@ pub enum Error {
     /// Encoding or dictionary training failed.
     #[error(transparent)]
     Codec(#[from] CodecError),
+    /// A request to a remote store failed (after `object_store`'s retries).
+    #[cfg(feature = "remote")]
+    #[error("{url}: {source}")]
+    Remote { url: String, source: object_store::Error },
+    /// A call on a remote store ran past its deadline.
+    #[error("{url}: no answer within the {after:?} deadline")]
+    Deadline { url: String, after: std::time::Duration },
 }
 
 /// Result alias for the store.
@@ -90,6 +97,15 @@ impl Classify for Error {
             Error::Locked(_) => ErrorKind::Locked,
             // Encoding and training fail only for reasons of the dictionary (or its absence).
             Error::Dictionary(_) | Error::Codec(_) => ErrorKind::Dictionary,
+            Error::Deadline { .. } => ErrorKind::Io,
+            #[cfg(feature = "remote")]
+            Error::Remote { source, .. } => match source {
+                object_store::Error::NotFound { .. } => ErrorKind::NotFound,
+                object_store::Error::Precondition { .. } | object_store::Error::NotModified { .. } => {
+                    ErrorKind::Corrupt
+                }
+                _ => ErrorKind::Io,
+            },
         }
     }
 

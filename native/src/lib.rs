@@ -41,6 +41,8 @@ pub mod fuzzing;
 mod io;
 mod journal;
 mod map;
+#[cfg(feature = "remote")]
+mod remote;
 mod shared;
 mod store;
 mod sync;
@@ -53,6 +55,8 @@ pub use io::disk_usage;
 pub use loaderx_core::error::{Classify, ErrorKind, Location, StoreFile};
 pub use loaderx_core::format::{Codec, Header, RecordLoc};
 pub use loaderx_core::schema::{Layout, Schema};
+#[cfg(feature = "remote")]
+pub use remote::{is_url, RemoteOptions, RemoteStore};
 pub use store::{OpenOptions, Stats, Store, VerifyReport};
 
 /// The test-only I/O fault seam (see `io.rs`).

@@ -430,7 +430,7 @@ fn run_shard(dir: &Path, chunks: &Chunks, dict: Option<&Dictionary>, jobs: &mut 
 }
 
 /// Splits `dst` into the disjoint ranges `[offsets[k], offsets[k] + lens[k])`, in request order.
-fn split_dst<'a>(dst: &'a mut [u8], offsets: &[u64], lens: &[u64]) -> Result<Vec<&'a mut [u8]>> {
+pub(crate) fn split_dst<'a>(dst: &'a mut [u8], offsets: &[u64], lens: &[u64]) -> Result<Vec<&'a mut [u8]>> {
     let size = dst.len() as u64;
     for (k, (&off, &len)) in offsets.iter().zip(lens).enumerate() {
         if off.checked_add(len).is_none_or(|end| end > size) {

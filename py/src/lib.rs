@@ -5,6 +5,7 @@
 //! `loaderx-core` and `loaderx-native`; the Python API lives in the pure-Python package.
 
 mod error;
+mod handle;
 mod pool;
 mod schema;
 mod threads;
@@ -13,7 +14,9 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use loaderx_core::format::{Codec, MAX_RECORD_LEN};
 use loaderx_core::sampler::{Mode, Sampler as CoreSampler};
-use loaderx_native::{OpenOptions, Store as NativeStore};
+use loaderx_native::RemoteOptions;
+
+use crate::handle::Handle;
 use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
@@ -33,11 +36,11 @@ fn codec(tag: u8) -> PyResult<Codec> {
 /// A record store handle. Thread-safe: every method may be called from any thread.
 #[pyclass(frozen, module = "loaderx._loaderx")]
 struct Store {
-    inner: RwLock<Option<Arc<NativeStore>>>,
+    inner: RwLock<Option<Arc<Handle>>>,
 }
 
 impl Store {
-    fn get(&self) -> PyResult<Arc<NativeStore>> {
+    fn get(&self) -> PyResult<Arc<Handle>> {
         let guard = self.inner.read().unwrap_or_else(|e| e.into_inner());
         guard.clone().ok_or_else(closed)
     }
@@ -46,10 +49,36 @@ impl Store {
 #[pymethods]
 impl Store {
     #[new]
-    #[pyo3(signature = (path, create = true))]
-    fn new(py: Python<'_>, path: std::path::PathBuf, create: bool) -> PyResult<Self> {
-        let store = py.detach(|| NativeStore::open_with(&path, OpenOptions { create })).map_err(to_py)?;
+    #[pyo3(signature = (path, create = true, storage_options = None, deadline = None))]
+    fn new(
+        py: Python<'_>,
+        path: std::path::PathBuf,
+        create: bool,
+        storage_options: Option<std::collections::BTreeMap<String, String>>,
+        deadline: Option<f64>,
+    ) -> PyResult<Self> {
+        let mut remote = RemoteOptions { options: storage_options.unwrap_or_default(), ..Default::default() };
+        if let Some(secs) = deadline {
+            remote.deadline = std::time::Duration::try_from_secs_f64(secs).map_err(|_| {
+                crate::error::argument(format!("deadline must be a positive number of seconds, got {secs}"))
+            })?;
+        }
+        let path = path.to_string_lossy().into_owned();
+        let store = py.detach(|| Handle::open(&path, create, &remote)).map_err(to_py)?;
         Ok(Store { inner: RwLock::new(Some(Arc::new(store))) })
+    }
+
+    /// The store's schema, or None when it has none.
+    fn schema(&self, py: Python<'_>) -> PyResult<Option<schema::Schema>> {
+        let store = self.get()?;
+        let found = py.detach(|| store.schema()).map_err(to_py)?;
+        Ok(found.map(schema::Schema::from))
+    }
+
+    /// True for a store opened by URL (read-only).
+    #[getter]
+    fn remote(&self) -> PyResult<bool> {
+        Ok(matches!(*self.get()?, Handle::Remote(_)))
     }
 
     fn __len__(&self) -> PyResult<usize> {
@@ -192,7 +221,7 @@ impl Store {
     /// Decodes every record; returns `(checked, [(index, reason), ...])`.
     fn verify(&self, py: Python<'_>) -> PyResult<(u64, Vec<(u64, String)>)> {
         let store = self.get()?;
-        let report = py.detach(|| store.verify(|_, _| {}));
+        let report = py.detach(|| store.verify());
         Ok((report.checked, report.bad))
     }
 }
@@ -265,11 +294,18 @@ fn cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> u8 {
     py.detach(|| loaderx_native::cli::run(argv))
 }
 
+/// True for the URL forms a store opens by (`s3://`, `gs://`, `az://`, `http(s)://`).
+#[pyfunction]
+fn is_url(path: &str) -> bool {
+    loaderx_native::is_url(path)
+}
+
 #[pymodule(gil_used = false)]
 fn _loaderx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Store>()?;
     m.add_class::<schema::Schema>()?;
     m.add_function(wrap_pyfunction!(cli, m)?)?;
+    m.add_function(wrap_pyfunction!(is_url, m)?)?;
     m.add("ERROR_CODES", error::codes(m.py())?)?;
     m.add_class::<Sampler>()?;
     let codecs = PyDict::new(m.py());

@@ -238,6 +238,12 @@ impl Schema {
     }
 }
 
+impl From<CoreSchema> for Schema {
+    fn from(inner: CoreSchema) -> Schema {
+        Schema { inner }
+    }
+}
+
 impl Schema {
     /// The layout records must fit (`loaderx_core::schema::Layout`).
     pub(crate) fn layout(&self) -> PyResult<Layout> {

@@ -6,7 +6,7 @@ from typing import Self, final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Store", "Sampler", "Schema", "cli", "CODECS", "ERROR_CODES", "FORMAT", "SCHEMA_FILE", "MAX_RECORD_LEN", "MAX_RECORDS", "__version__"]
+__all__ = ["Store", "Sampler", "Schema", "cli", "is_url", "CODECS", "ERROR_CODES", "FORMAT", "SCHEMA_FILE", "MAX_RECORD_LEN", "MAX_RECORDS", "__version__"]
 
 CODECS: dict[str, int]
 ERROR_CODES: dict[str, int]
@@ -18,7 +18,16 @@ __version__: str
 
 @final
 class Store:
-    def __new__(cls, path: str | os.PathLike[str], create: bool = True) -> Self: ...
+    def __new__(
+        cls,
+        path: str | os.PathLike[str],
+        create: bool = True,
+        storage_options: dict[str, str] | None = None,
+        deadline: float | None = None,
+    ) -> Self: ...
+    def schema(self) -> Schema | None: ...
+    @property
+    def remote(self) -> bool: ...
     def __len__(self) -> int: ...
     def close(self) -> None: ...
     @property
@@ -78,3 +87,4 @@ class Schema:
     def __eq__(self, value: object, /) -> bool: ...
 
 def cli(argv: list[str | os.PathLike[str]]) -> int: ...
+def is_url(path: str) -> bool: ...

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _loaderx
-from .zrecord import CODECS, SCHEMA, Zrecord, _indices
+from .zrecord import CODECS, SCHEMA, Zrecord, _indices, _location
 
 __all__ = ["DenseDataset", "RaggedDataset", "pad"]
 
@@ -49,13 +49,20 @@ def pad(records, max_len=None, pad_value=0):
     return padded, lengths
 
 
-def _open_schema(path, kind):
-    """The schema of the store at ``path``, checked for ``kind`` by the engine."""
-    schema = _loaderx.Schema.read(os.fspath(path)) if path.is_dir() else None
+def _open(path, kind, storage_options):
+    """The store at ``path`` (a directory or a URL) and its schema, checked for ``kind`` by the
+    engine. Opening never creates a store."""
+    where = _location(path)
+    missing = FileNotFoundError(f"{os.fspath(where)}: no {SCHEMA} there; it is not a loaderx dataset")
+    if isinstance(where, Path) and not (where / "meta.zr").is_file():
+        raise missing
+    store = Zrecord._existing(where, storage_options)
+    schema = store._s.schema()
     if schema is None:
-        raise FileNotFoundError(f"{path / SCHEMA} not found; {path} is not a loaderx dataset")
+        store.close()
+        raise missing
     schema.validate(kind)
-    return schema
+    return store, schema
 
 
 class _Base:
@@ -63,16 +70,16 @@ class _Base:
 
     _kind = None
 
-    def __init__(self, path):
-        self.path = Path(path)
-        self._schema = _open_schema(self.path, self._kind)
+    def __init__(self, path, storage_options=None):
+        self._store, self._schema = _open(path, self._kind, storage_options)
+        self.path = self._store.path
         self.dtype = np.dtype(self._schema.dtype)
         self.item_shape = tuple(self._schema.item_shape)
         self._row_bytes = self._schema.item_bytes
         self.schema = self._schema.to_dict()
         codec = self._schema.codec
         self.codec = codec if codec is not None else "zstd"
-        self._store = Zrecord(self.path, codec=self.codec if self.codec in CODECS else "zstd")
+        self._store.codec = self.codec if self.codec in CODECS else "zstd"
 
     def __len__(self):
         return len(self._store)
@@ -81,7 +88,7 @@ class _Base:
         return f"{type(self).__name__}({os.fspath(self.path)!r}, {len(self)} x {self.item_shape} {self.dtype})"
 
     def __reduce__(self):
-        return (type(self), (os.fspath(self.path),))
+        return (type(self), (os.fspath(self.path), self._store.storage_options))
 
     def _idxs(self, idx):
         """Any supported index as a contiguous uint64 array, bounds-checked."""

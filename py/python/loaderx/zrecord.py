@@ -46,6 +46,12 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
+def _location(path):
+    """A local path as a Path; a URL (s3://, gs://, az://, http(s)://) kept as the string."""
+    s = os.fspath(path)
+    return s if _loaderx.is_url(s) else Path(s)
+
+
 def _codec_tag(codec):
     try:
         return CODECS[codec]
@@ -128,12 +134,27 @@ class Zrecord:
             ``"zstd_dict"`` (which needs a dictionary, see :meth:`train_dict`).
     """
 
-    def __init__(self, path, codec="zstd"):
+    def __init__(self, path, codec="zstd", storage_options=None):
         _codec_tag(codec)
         self.codec = codec
-        self.path = Path(path)
-        self._store = _loaderx.Store(os.fspath(path), True)
+        self.path = _location(path)
+        self.storage_options = dict(storage_options) if storage_options else None
+        self._store = self._open(True)
         self._pid = os.getpid()
+
+    @classmethod
+    def _existing(cls, path, storage_options=None):
+        """A handle on a store that exists (never creates one)."""
+        self = cls.__new__(cls)
+        self.codec = "zstd"
+        self.path = _location(path)
+        self.storage_options = dict(storage_options) if storage_options else None
+        self._store = self._open(False)
+        self._pid = os.getpid()
+        return self
+
+    def _open(self, create):
+        return _loaderx.Store(os.fspath(self.path), create, self.storage_options)
 
     @property
     def _s(self):
@@ -147,7 +168,7 @@ class Zrecord:
                 if self._pid != os.getpid():
                     if self._store is None:
                         raise StoreClosedError.new("I/O operation on a closed Zrecord")
-                    self._store = _loaderx.Store(os.fspath(self.path), True)
+                    self._store = self._open(True)
                     self._pid = os.getpid()
                 store = self._store
             if store is None:
@@ -162,7 +183,7 @@ class Zrecord:
         return f"Zrecord({os.fspath(self.path)!r}, {state})"
 
     def __reduce__(self):
-        return (type(self), (os.fspath(self.path), self.codec))
+        return (type(self), (os.fspath(self.path), self.codec, self.storage_options))
 
     def sync(self):
         """Make everything appended so far durable (data, then table, then header)."""

@@ -1,0 +1,362 @@
+//! Read-only stores on object storage and HTTP: `s3://`, `gs://`, `az://`, `http(s)://`.
+//!
+//! The protocols, credentials, retries and request timeouts are `object_store`'s; what to read
+//! is core's ranged-read planning (`loaderx_core::read`), as in the wasm reader:
+//! 1. opening fetches the header, the schema, the dictionary and the chunk sizes (one round of
+//!    concurrent requests after the header);
+//! 2. a call fetches the table pages it needs that are not cached yet, then the records' byte
+//!    ranges, merged where they are close and fetched concurrently (`get_ranges`);
+//! 3. records are decoded from those bytes into the caller's buffer, on the rayon pool.
+//!
+//! Invariants:
+//! * Every index, table entry and returned range is checked by core before use; a short read is
+//!   an error, never a partial record, and a failed call leaves the caller's buffer as it was
+//!   only up to the records already decoded (the same all-or-error contract as local gathers:
+//!   on error the buffer's contents are unspecified, never a wrong record reported as good).
+//! * One async runtime per process, hidden here. A child after `fork()` builds its own; it never
+//!   touches the parent's runtime or connections.
+//! * Every call has a deadline ([`RemoteOptions::deadline`]) on top of `object_store`'s per-request
+//!   timeout, so nothing waits forever.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use loaderx_core::codec::{Decoder, Dictionary};
+use loaderx_core::format::{Header, HEADER_SIZE, MAX_CHUNKS};
+use loaderx_core::read::{self, GatherPlan, PlanRules, TableCache};
+use loaderx_core::schema::{Layout, Schema, SCHEMA_FILE};
+use loaderx_core::stats::Stats;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt};
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+
+/// Largest decoded output of one call.
+const MAX_OUT: u64 = 4 << 30;
+/// Chunk ranges closer than this are read in one request.
+const MAX_GAP: u64 = 64 << 10;
+
+/// How a remote store is reached.
+#[derive(Debug, Clone)]
+pub struct RemoteOptions {
+    /// `object_store` configuration keys (`aws_endpoint`, `aws_access_key_id`, `allow_http`,
+    /// `google_service_account`, `azure_storage_account_name`, …); they override the
+    /// environment, which is read too (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, …).
+    pub options: BTreeMap<String, String>,
+    /// The longest a whole call may take.
+    pub deadline: Duration,
+}
+
+impl Default for RemoteOptions {
+    fn default() -> Self {
+        RemoteOptions { options: BTreeMap::new(), deadline: Duration::from_secs(120) }
+    }
+}
+
+/// The process's async runtime, made again in a child after `fork()`.
+fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
+    static RUNTIME: Mutex<Option<(u32, Arc<tokio::runtime::Runtime>)>> = Mutex::new(None);
+    let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+    let pid = std::process::id();
+    if let Some((owner, rt)) = slot.as_ref() {
+        if *owner == pid {
+            return Ok(rt.clone());
+        }
+        // Inherited from the parent through fork(): its threads do not exist here. Forget it
+        // without running its destructor, which would wait for those threads.
+        if let Some((_, old)) = slot.take() {
+            std::mem::forget(old);
+        }
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("loaderx-remote")
+        .enable_all()
+        .build()
+        .map_err(Error::io("start the I/O runtime for", "remote"))?;
+    let rt = Arc::new(rt);
+    *slot = Some((pid, rt.clone()));
+    Ok(rt)
+}
+
+/// A read-only store behind a URL.
+#[derive(Debug)]
+pub struct RemoteStore {
+    url: String,
+    store: Arc<dyn ObjectStore>,
+    prefix: ObjectPath,
+    deadline: Duration,
+    header: Header,
+    schema: Option<Schema>,
+    dict: Option<Arc<Dictionary>>,
+    chunk_lens: Vec<Option<u64>>,
+    table: Mutex<TableCache>,
+}
+
+/// True for the URL forms [`RemoteStore::open`] takes.
+pub fn is_url(s: &str) -> bool {
+    ["s3://", "s3a://", "gs://", "az://", "abfs://", "abfss://", "http://", "https://"]
+        .iter()
+        .any(|p| s.len() > p.len() && s[..p.len()].eq_ignore_ascii_case(p))
+}
+
+impl RemoteStore {
+    /// Opens the store at `url`, reading the environment's credentials and `options`.
+    pub fn open(url: &str, options: &RemoteOptions) -> Result<RemoteStore> {
+        let parsed = url::Url::parse(url.trim_end_matches('/'))
+            .map_err(|e| Error::BadArgument(format!("{url} is not a URL: {e}")))?;
+        let env = std::env::vars().map(|(k, v)| (k.to_ascii_lowercase(), v));
+        let config: Vec<(String, String)> = env.chain(options.options.clone()).collect();
+        let (store, prefix) = object_store::parse_url_opts(&parsed, config)
+            .map_err(|e| Error::Remote { url: url.to_owned(), source: e })?;
+        let store: Arc<dyn ObjectStore> = Arc::from(store);
+        let rt = runtime()?;
+        let url = url.trim_end_matches('/').to_owned();
+        let deadline = options.deadline;
+        rt.block_on(async {
+            tokio::time::timeout(deadline, Self::open_async(url.clone(), store, prefix, deadline))
+                .await
+                .map_err(|_| Error::Deadline { url: url.clone(), after: deadline })?
+        })
+    }
+
+    async fn open_async(
+        url: String,
+        store: Arc<dyn ObjectStore>,
+        prefix: ObjectPath,
+        deadline: Duration,
+    ) -> Result<RemoteStore> {
+        let remote = |e| Error::Remote { url: url.clone(), source: e };
+        let meta_path = prefix.clone().join("meta.zr");
+        let meta = match store.head(&meta_path).await {
+            Ok(m) => m,
+            // No meta.zr (no such bucket, prefix or store): NotFound, naming the URL.
+            Err(e) => return Err(remote(e)),
+        };
+        let head = if meta.size < HEADER_SIZE {
+            Bytes::new()
+        } else {
+            store.get_range(&meta_path, 0..HEADER_SIZE).await.map_err(remote)?
+        };
+        let at = std::path::Path::new(&url).to_path_buf();
+        let header = Header::read(&head).map_err(|e| Error::classified(&at, e))?;
+        header.validate(meta.size).map_err(|e| Error::classified(&at, e))?;
+        let optional = |name: &str| {
+            let path = prefix.clone().join(name);
+            let store = store.clone();
+            async move {
+                match store.get(&path).await {
+                    Ok(r) => r.bytes().await.map(Some),
+                    Err(object_store::Error::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            }
+        };
+        let sizes = (0..=header.tail_chunk).map(|id| {
+            let path = prefix.clone().join(format!("{id}.zr"));
+            let store = store.clone();
+            async move {
+                match store.head(&path).await {
+                    Ok(m) => Ok(Some(m.size)),
+                    Err(object_store::Error::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            }
+        });
+        let (schema, dict, chunk_lens) =
+            futures::join!(optional(SCHEMA_FILE), optional("dict.zr"), futures::future::join_all(sizes));
+        let schema = schema
+            .map_err(remote)?
+            .map(|b| Schema::from_msgpack(&b))
+            .transpose()
+            .map_err(|e| Error::classified(&at, e))?;
+        let dict = dict.map_err(remote)?.map(|b| Arc::new(Dictionary::new(b.to_vec())));
+        let chunk_lens =
+            chunk_lens.into_iter().collect::<std::result::Result<Vec<_>, _>>().map_err(remote)?;
+        debug_assert!(chunk_lens.len() as u64 <= MAX_CHUNKS);
+        Ok(RemoteStore {
+            url,
+            store,
+            prefix,
+            deadline,
+            header,
+            schema,
+            dict,
+            chunk_lens,
+            table: Mutex::new(TableCache::new(u64::from(header.length))),
+        })
+    }
+
+    /// The URL it was opened with.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Number of live records.
+    pub fn len(&self) -> u64 {
+        u64::from(self.header.length)
+    }
+
+    /// True when the store holds no records.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The header read at open.
+    pub fn header(&self) -> Header {
+        self.header
+    }
+
+    /// The schema, if the store has one.
+    pub fn schema(&self) -> Option<&Schema> {
+        self.schema.as_ref()
+    }
+
+    /// True if the store has a dictionary.
+    pub fn has_dict(&self) -> bool {
+        self.dict.is_some()
+    }
+
+    fn classified<E: loaderx_core::error::Classify + std::fmt::Display>(&self, e: E) -> Error {
+        Error::classified(std::path::Path::new(&self.url), e)
+    }
+
+    /// Runs `fut` on the runtime within the deadline.
+    fn block<T>(&self, fut: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+        let (url, after) = (self.url.clone(), self.deadline);
+        runtime()?.block_on(async move {
+            tokio::time::timeout(after, fut).await.map_err(|_| Error::Deadline { url, after })?
+        })
+    }
+
+    /// Table entries of `indices`, fetching the pages not cached yet (one round of requests).
+    fn entries(&self, indices: &[u64]) -> Result<Vec<(u64, loaderx_core::format::RecordLoc)>> {
+        read::check_indices(indices, self.len()).map_err(|e| self.classified(e))?;
+        let missing = self.table.lock().unwrap_or_else(|e| e.into_inner()).missing(indices.iter().copied());
+        if !missing.is_empty() {
+            let path = self.prefix.clone().join("meta.zr");
+            let pages = self
+                .block(async { self.store.get_ranges(&path, &missing).await.map_err(|e| self.remote(e)) })?;
+            let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+            for (range, bytes) in missing.iter().zip(pages) {
+                table.insert(range.start, &bytes).map_err(|e| self.classified(e))?;
+            }
+        }
+        let table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        indices
+            .iter()
+            .map(|&i| {
+                let loc = table.entry(i).ok_or_else(|| {
+                    self.classified(read::ReadError::ShortTable {
+                        available: 0,
+                        needed: loaderx_core::format::table_end(self.len()),
+                    })
+                })?;
+                Ok((i, loc))
+            })
+            .collect()
+    }
+
+    fn remote(&self, source: object_store::Error) -> Error {
+        Error::Remote { url: self.url.clone(), source }
+    }
+
+    /// Logical (decoded) length of each record.
+    pub fn lengths(&self, indices: &[u64]) -> Result<Vec<u32>> {
+        Ok(self.entries(indices)?.into_iter().map(|(_, loc)| loc.logic_length).collect())
+    }
+
+    /// Logical lengths of `indices`, each checked to fit `layout`.
+    pub fn lengths_fitting(&self, indices: &[u64], layout: Layout) -> Result<Vec<u32>> {
+        let lens = self.lengths(indices)?;
+        for (&i, &n) in indices.iter().zip(&lens) {
+            layout.check(i, u64::from(n)).map_err(|e| self.classified(e))?;
+        }
+        Ok(lens)
+    }
+
+    /// Plans `indices` (entries checked against the limits and the chunk sizes).
+    fn plan(&self, indices: &[u64]) -> Result<GatherPlan> {
+        let entries = self.entries(indices)?;
+        let rules =
+            PlanRules { chunk_lens: &self.chunk_lens, typed: None, max_gap: MAX_GAP, max_out: MAX_OUT };
+        read::plan_gather(&entries, &rules, false).map_err(|e| self.classified(e))
+    }
+
+    /// Fetches a plan's ranges: per chunk, merged and concurrent.
+    fn fetch(&self, plan: &GatherPlan) -> Result<Vec<Bytes>> {
+        let mut by_chunk: BTreeMap<u16, Vec<(usize, Range<u64>)>> = BTreeMap::new();
+        for (k, r) in plan.ranges.iter().enumerate() {
+            by_chunk.entry(r.chunk).or_default().push((k, r.start..r.end));
+        }
+        let calls = by_chunk.into_iter().map(|(chunk, ranges)| {
+            let path = self.prefix.clone().join(format!("{chunk}.zr"));
+            async move {
+                let wanted: Vec<Range<u64>> = ranges.iter().map(|(_, r)| r.clone()).collect();
+                let got = self.store.get_ranges(&path, &wanted).await.map_err(|e| self.remote(e))?;
+                Ok::<_, Error>(ranges.into_iter().map(|(k, _)| k).zip(got).collect::<Vec<_>>())
+            }
+        });
+        let fetched = self.block(async { futures::future::try_join_all(calls).await })?;
+        let mut out = vec![Bytes::new(); plan.ranges.len()];
+        for (k, bytes) in fetched.into_iter().flatten() {
+            out[k] = bytes;
+        }
+        Ok(out)
+    }
+
+    /// Decodes a fetched plan into one destination slice per slot.
+    fn decode(&self, plan: &GatherPlan, data: &[Bytes], dsts: Vec<&mut [u8]>) -> Result<()> {
+        let dict = self.dict.as_deref();
+        plan.slots.par_iter().zip(dsts).try_for_each_init(
+            || Decoder::new(dict),
+            |decoder, (slot, dst)| {
+                let range = &plan.ranges[slot.range];
+                read::decode_slot(slot, range, &data[slot.range], decoder, None, dst)
+                    .map_err(|e| self.classified(e))
+            },
+        )
+    }
+
+    /// Decodes records `indices` into `dst`, record `k` at byte `dst_offsets[k]` (as
+    /// [`crate::Store::gather`]).
+    pub fn gather(&self, indices: &[u64], dst: &mut [u8], dst_offsets: &[u64]) -> Result<()> {
+        let (n, m) = (indices.len(), dst_offsets.len());
+        if n != m {
+            return Err(Error::BadArgument(format!("{n} indices but {m} destination offsets")));
+        }
+        let plan = self.plan(indices)?;
+        let lens: Vec<u64> = plan.slots.iter().map(|s| u64::from(s.logic)).collect();
+        let dsts = crate::store::split_dst(dst, dst_offsets, &lens)?;
+        let data = self.fetch(&plan)?;
+        self.decode(&plan, &data, dsts)
+    }
+
+    /// Decodes records of exactly `stride` bytes back to back into `dst` (as
+    /// [`crate::Store::gather_fixed`]).
+    pub fn gather_fixed(&self, indices: &[u64], dst: &mut [u8], stride: u64) -> Result<()> {
+        let (n, size) = (indices.len(), dst.len());
+        if stride == 0 || (n as u64).checked_mul(stride) != Some(size as u64) {
+            let why = format!("buffer of {size} bytes does not hold {n} records of {stride} bytes");
+            return Err(Error::BadArgument(why));
+        }
+        let plan = self.plan(indices)?;
+        let layout = Layout { kind: loaderx_core::schema::Kind::Dense, item_bytes: stride };
+        for slot in &plan.slots {
+            layout.check(slot.index, u64::from(slot.logic)).map_err(|e| self.classified(e))?;
+        }
+        let data = self.fetch(&plan)?;
+        self.decode(&plan, &data, dst.chunks_exact_mut(stride as usize).collect())
+    }
+
+    /// Storage usage, from the whole table (fetched once).
+    pub fn stats(&self) -> Result<Stats> {
+        let all: Vec<u64> = (0..self.len()).collect();
+        let entries = self.entries(&all)?;
+        Ok(Stats::from_entries(&self.header, entries.into_iter().map(|(_, loc)| loc)))
+    }
+}

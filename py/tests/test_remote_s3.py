@@ -1,0 +1,119 @@
+"""Stores read by URL from an S3-compatible server (moto's server mode, started here on
+127.0.0.1): every reference fixture reads identically by URL; remote stores are read-only;
+a prefix that is not a store and a missing bucket are typed errors that name the URL."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from _lxhelpers import FIXTURES
+
+boto3 = pytest.importorskip("boto3", reason="boto3 and moto[server] are installed by scripts/setup.sh")
+
+from loaderx import errors  # noqa: E402
+from loaderx.dataset import DenseDataset, RaggedDataset  # noqa: E402
+from loaderx.zrecord import Zrecord  # noqa: E402
+
+BUCKET = "stores"
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    server = Path(sys.executable).with_name("moto_server")
+    if not server.exists():
+        pytest.skip("moto_server is not installed")
+    port = _free_port()
+    proc = subprocess.Popen([str(server), "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test")
+        for _ in range(100):
+            try:
+                client.create_bucket(Bucket=BUCKET)
+                break
+            except Exception:
+                time.sleep(0.1)
+        for entry in sorted(FIXTURES.iterdir()):
+            store = entry / "store"
+            if (store / "meta.zr").is_file():
+                for f in store.iterdir():
+                    client.upload_file(str(f), BUCKET, f"fixtures/{entry.name}/{f.name}")
+        yield client
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _fixtures():
+    return sorted(e.name for e in FIXTURES.iterdir() if (e / "store" / "meta.zr").is_file())
+
+
+@pytest.mark.parametrize("name", _fixtures())
+def test_every_fixture_reads_identically_by_url(s3, name):
+    local = Zrecord._existing(FIXTURES / name / "store")
+    remote = Zrecord(f"s3://{BUCKET}/fixtures/{name}")
+    assert remote._s.remote and len(remote) == len(local)
+    n = len(local)
+    if n == 0:
+        return
+    rng = np.random.default_rng(0)
+    idxs = rng.permutation(n)[: min(n, 300)]
+    lens = local.lengths(idxs)
+    assert remote.lengths(idxs).tolist() == lens.tolist()
+    offs = np.concatenate([[0], np.cumsum(lens.astype(np.uint64))[:-1]]).astype(np.uint64)
+    a = np.empty(int(lens.sum()), np.uint8)
+    b = np.full_like(a, 0xAB)
+    local.gather(idxs, a, offs)
+    remote.gather(idxs, b, offs)
+    assert np.array_equal(a, b)
+    assert remote.stats() == local.stats() and remote.has_dict() == local.has_dict()
+
+
+def test_datasets_open_by_url(s3):
+    for name, cls in [("u8img_zstd_dict", DenseDataset), ("tokens_i32_ragged_zstd", RaggedDataset)]:
+        if not (FIXTURES / name).is_dir():
+            continue
+        local, remote = cls(FIXTURES / name / "store"), cls(f"s3://{BUCKET}/fixtures/{name}")
+        assert remote.path == f"s3://{BUCKET}/fixtures/{name}" and len(remote) == len(local)
+        idx = list(range(0, len(local), 7))
+        got, want = remote[idx], local[idx]
+        if cls is DenseDataset:
+            assert np.array_equal(got, want)
+        else:
+            assert all(np.array_equal(g, w) for g, w in zip(got, want))
+
+
+def test_remote_stores_are_read_only(s3):
+    z = Zrecord(f"s3://{BUCKET}/fixtures/u8img_zstd")
+    for call in (lambda: z.append(np.ones(4, np.uint8), [0]), lambda: z.delete([0]), z.compact):
+        with pytest.raises(errors.BadArgumentError, match="read-only"):
+            call()
+
+
+def test_missing_store_and_bucket_are_typed_errors_naming_the_url(s3):
+    for url in (f"s3://{BUCKET}/nothing-here", "s3://no-such-bucket/x"):
+        with pytest.raises(errors.StoreNotFoundError, match=url) as e:
+            Zrecord(url)
+        assert isinstance(e.value, FileNotFoundError) and "meta.zr" in str(e.value)
+    with pytest.raises(FileNotFoundError):
+        DenseDataset(f"s3://{BUCKET}/nothing-here")
