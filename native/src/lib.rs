@@ -41,6 +41,7 @@ pub mod fuzzing;
 mod io;
 mod journal;
 mod map;
+mod opened;
 #[cfg(feature = "remote")]
 mod remote;
 mod shared;
@@ -55,8 +56,9 @@ pub use io::disk_usage;
 pub use loaderx_core::error::{Classify, ErrorKind, Location, StoreFile};
 pub use loaderx_core::format::{Codec, Header, RecordLoc};
 pub use loaderx_core::schema::{Layout, Schema};
+pub use opened::{is_url, Opened, RemoteOptions};
 #[cfg(feature = "remote")]
-pub use remote::{is_url, RemoteOptions, RemoteStore};
+pub use remote::RemoteStore;
 pub use store::{OpenOptions, Stats, Store, VerifyReport};
 
 /// The test-only I/O fault seam (see `io.rs`).

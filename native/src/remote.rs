@@ -23,6 +23,8 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use loaderx_core::format::RecordLoc;
+
 use bytes::Bytes;
 use loaderx_core::codec::{Decoder, Dictionary};
 use loaderx_core::format::{Header, HEADER_SIZE, MAX_CHUNKS};
@@ -34,28 +36,12 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::opened::RemoteOptions;
 
 /// Largest decoded output of one call.
 const MAX_OUT: u64 = 4 << 30;
 /// Chunk ranges closer than this are read in one request.
 const MAX_GAP: u64 = 64 << 10;
-
-/// How a remote store is reached.
-#[derive(Debug, Clone)]
-pub struct RemoteOptions {
-    /// `object_store` configuration keys (`aws_endpoint`, `aws_access_key_id`, `allow_http`,
-    /// `google_service_account`, `azure_storage_account_name`, …); they override the
-    /// environment, which is read too (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, …).
-    pub options: BTreeMap<String, String>,
-    /// The longest a whole call may take.
-    pub deadline: Duration,
-}
-
-impl Default for RemoteOptions {
-    fn default() -> Self {
-        RemoteOptions { options: BTreeMap::new(), deadline: Duration::from_secs(120) }
-    }
-}
 
 /// The process's async runtime, made again in a child after `fork()`.
 fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
@@ -95,13 +81,6 @@ pub struct RemoteStore {
     dict: Option<Arc<Dictionary>>,
     chunk_lens: Vec<Option<u64>>,
     table: Mutex<TableCache>,
-}
-
-/// True for the URL forms [`RemoteStore::open`] takes.
-pub fn is_url(s: &str) -> bool {
-    ["s3://", "s3a://", "gs://", "az://", "abfs://", "abfss://", "http://", "https://"]
-        .iter()
-        .any(|p| s.len() > p.len() && s[..p.len()].eq_ignore_ascii_case(p))
 }
 
 impl RemoteStore {
@@ -234,7 +213,7 @@ impl RemoteStore {
     }
 
     /// Table entries of `indices`, fetching the pages not cached yet (one round of requests).
-    fn entries(&self, indices: &[u64]) -> Result<Vec<(u64, loaderx_core::format::RecordLoc)>> {
+    fn located(&self, indices: &[u64]) -> Result<Vec<(u64, RecordLoc)>> {
         read::check_indices(indices, self.len()).map_err(|e| self.classified(e))?;
         let missing = self.table.lock().unwrap_or_else(|e| e.into_inner()).missing(indices.iter().copied());
         if !missing.is_empty() {
@@ -267,7 +246,7 @@ impl RemoteStore {
 
     /// Logical (decoded) length of each record.
     pub fn lengths(&self, indices: &[u64]) -> Result<Vec<u32>> {
-        Ok(self.entries(indices)?.into_iter().map(|(_, loc)| loc.logic_length).collect())
+        Ok(self.located(indices)?.into_iter().map(|(_, loc)| loc.logic_length).collect())
     }
 
     /// Logical lengths of `indices`, each checked to fit `layout`.
@@ -281,7 +260,7 @@ impl RemoteStore {
 
     /// Plans `indices` (entries checked against the limits and the chunk sizes).
     fn plan(&self, indices: &[u64]) -> Result<GatherPlan> {
-        let entries = self.entries(indices)?;
+        let entries = self.located(indices)?;
         let rules =
             PlanRules { chunk_lens: &self.chunk_lens, typed: None, max_gap: MAX_GAP, max_out: MAX_OUT };
         read::plan_gather(&entries, &rules, false).map_err(|e| self.classified(e))
@@ -356,7 +335,50 @@ impl RemoteStore {
     /// Storage usage, from the whole table (fetched once).
     pub fn stats(&self) -> Result<Stats> {
         let all: Vec<u64> = (0..self.len()).collect();
-        let entries = self.entries(&all)?;
-        Ok(Stats::from_entries(&self.header, entries.into_iter().map(|(_, loc)| loc)))
+        Ok(Stats::from_entries(&self.header, self.entries(&all)?))
+    }
+
+    /// The checked table entries of `indices`.
+    pub fn entries(&self, indices: &[u64]) -> Result<Vec<RecordLoc>> {
+        Ok(self.located(indices)?.into_iter().map(|(_, loc)| loc).collect())
+    }
+
+    /// The dictionary bytes, if the store has one.
+    pub fn dict_bytes(&self) -> Option<Vec<u8>> {
+        self.dict.as_ref().map(|d| d.bytes().to_vec())
+    }
+
+    /// Decodes every record, in blocks (one round of requests each); a block that fails is
+    /// retried record by record to name the bad ones. `progress(done, total)` after each block.
+    pub fn verify(&self, mut progress: impl FnMut(u64, u64)) -> crate::VerifyReport {
+        const BLOCK: u64 = 1024;
+        let total = self.len();
+        let mut report = crate::VerifyReport::default();
+        let read = |indices: &[u64]| -> Result<()> {
+            let lens = self.lengths(indices)?;
+            let mut offsets = Vec::with_capacity(lens.len());
+            let mut size = 0u64;
+            for &n in &lens {
+                offsets.push(size);
+                size += u64::from(n);
+            }
+            self.gather(indices, &mut vec![0u8; size as usize], &offsets)
+        };
+        let mut start = 0;
+        while start < total {
+            let end = (start + BLOCK).min(total);
+            let block: Vec<u64> = (start..end).collect();
+            if read(&block).is_err() {
+                for &i in &block {
+                    if let Err(e) = read(&[i]) {
+                        report.bad.push((i, e.to_string()));
+                    }
+                }
+            }
+            report.checked = end;
+            progress(end, total);
+            start = end;
+        }
+        report
     }
 }

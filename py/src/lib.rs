@@ -5,7 +5,6 @@
 //! `loaderx-core` and `loaderx-native`; the Python API lives in the pure-Python package.
 
 mod error;
-mod handle;
 mod pool;
 mod schema;
 mod threads;
@@ -14,9 +13,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use loaderx_core::format::{Codec, MAX_RECORD_LEN};
 use loaderx_core::sampler::{Mode, Sampler as CoreSampler};
-use loaderx_native::RemoteOptions;
-
-use crate::handle::Handle;
+use loaderx_native::{Opened as Handle, RemoteOptions};
 use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
@@ -78,7 +75,7 @@ impl Store {
     /// True for a store opened by URL (read-only).
     #[getter]
     fn remote(&self) -> PyResult<bool> {
-        Ok(matches!(*self.get()?, Handle::Remote(_)))
+        Ok(self.get()?.is_remote())
     }
 
     fn __len__(&self) -> PyResult<usize> {
@@ -221,7 +218,7 @@ impl Store {
     /// Decodes every record; returns `(checked, [(index, reason), ...])`.
     fn verify(&self, py: Python<'_>) -> PyResult<(u64, Vec<(u64, String)>)> {
         let store = self.get()?;
-        let report = py.detach(|| store.verify());
+        let report = py.detach(|| store.verify(|_, _| {}));
         Ok((report.checked, report.bad))
     }
 }

@@ -2,6 +2,7 @@
 127.0.0.1): every reference fixture reads identically by URL; remote stores are read-only;
 a prefix that is not a store and a missing bucket are typed errors that name the URL."""
 
+import json
 import os
 import socket
 import subprocess
@@ -117,3 +118,24 @@ def test_missing_store_and_bucket_are_typed_errors_naming_the_url(s3):
         assert isinstance(e.value, FileNotFoundError) and "meta.zr" in str(e.value)
     with pytest.raises(FileNotFoundError):
         DenseDataset(f"s3://{BUCKET}/nothing-here")
+
+
+def test_cli_reads_by_url(s3):
+    name = "u8img_zstd"
+    url = f"s3://{BUCKET}/fixtures/{name}"
+    local = FIXTURES / name / "store"
+
+    def run(*args):
+        p = subprocess.run([sys.executable, "-m", "loaderx", *map(str, args)], capture_output=True, text=True)
+        return p.returncode, p.stdout, p.stderr
+
+    for cmd in (["info", "--json"], ["head", "-n", "3", "--json"], ["cat", "2", "0", "--json"], ["verify", "--json"]):
+        code_url, out_url, err = run(cmd[0], url, *cmd[1:])
+        code_local, out_local, _ = run(cmd[0], local, *cmd[1:])
+        assert code_url == code_local == 0, err
+        a, b = json.loads(out_url), json.loads(out_local)
+        if cmd[0] == "info":
+            a.pop("path"), b.pop("path")
+        assert a == b, cmd
+    code, _, err = run("compact", url)
+    assert code == 2 and "read-only" in err

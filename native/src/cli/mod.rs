@@ -12,7 +12,7 @@ use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use crate::{Codec, Store};
+use crate::{Codec, Opened, RemoteOptions};
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use loaderx_core::schema::{Kind, Schema};
@@ -195,12 +195,14 @@ where
     code
 }
 
-fn open(path: &Path) -> Result<Store, Fail> {
-    Store::open(path).map_err(Fail::store)
+/// The store at a path or URL (`s3://`, `gs://`, `az://`, `http(s)://`, read with the
+/// environment's credentials). Inspecting never creates a store.
+fn open(path: &Path) -> Result<Opened, Fail> {
+    Opened::open(&path.to_string_lossy(), false, &RemoteOptions::default()).map_err(Fail::store)
 }
 
-fn read_schema(path: &Path) -> Result<Option<Schema>, Fail> {
-    crate::read_schema(path).map_err(Fail::store)
+fn read_schema(store: &Opened) -> Result<Option<Schema>, Fail> {
+    store.schema().map_err(Fail::store)
 }
 
 fn schema_json(schema: &Option<Schema>) -> Value {
@@ -214,7 +216,7 @@ fn schema_json(schema: &Option<Schema>) -> Value {
     })
 }
 
-fn codec_counts(store: &Store) -> Result<[u64; 3], Fail> {
+fn codec_counts(store: &Opened) -> Result<[u64; 3], Fail> {
     let indices: Vec<u64> = (0..store.len()).collect();
     let mut codecs = [0u64; 3];
     for loc in store.entries(&indices).map_err(Fail::store)? {
@@ -232,7 +234,7 @@ fn info(path: &Path, as_json: bool) -> Result<u8, Fail> {
     let stats = store.stats().map_err(Fail::store)?;
     let header = store.header();
     let codecs = codec_counts(&store)?;
-    let schema = schema_json(&read_schema(path)?);
+    let schema = schema_json(&read_schema(&store)?);
     let report = json!({
         "path": path,
         "length": store.len(),
@@ -288,7 +290,8 @@ fn stats(path: &Path, as_json: bool) -> Result<u8, Fail> {
     let store = open(path)?;
     let s = store.stats().map_err(Fail::store)?;
     let codecs = codec_counts(&store)?;
-    let files = file_sizes(path)?;
+    // A remote store's objects have no local disk usage to report.
+    let files = if store.is_remote() { Vec::new() } else { file_sizes(path)? };
     let ratio = if s.live_bytes == 0 { 1.0 } else { s.logical_bytes as f64 / s.live_bytes as f64 };
     let on_disk: u64 = files.iter().map(|f| f.2).sum();
     if as_json {
@@ -354,7 +357,7 @@ fn compact(path: &Path, as_json: bool) -> Result<u8, Fail> {
 fn head(path: &Path, count: u64, values: usize, as_json: bool) -> Result<u8, Fail> {
     let store = open(path)?;
     let indices: Vec<u64> = (0..count.min(store.len())).collect();
-    print_records(path, &store, &indices, values, as_json)
+    print_records(&store, &indices, values, as_json)
 }
 
 fn cat(path: &Path, indices: &[u64], values: usize, raw: bool, as_json: bool) -> Result<u8, Fail> {
@@ -367,11 +370,11 @@ fn cat(path: &Path, indices: &[u64], values: usize, raw: bool, as_json: bool) ->
         out.flush().map_err(Fail::io(Path::new("stdout")))?;
         return Ok(0);
     }
-    print_records(path, &store, indices, values, as_json)
+    print_records(&store, indices, values, as_json)
 }
 
 /// Decoded records, one gather each (the commands print a handful).
-fn read_records(store: &Store, indices: &[u64]) -> Result<Vec<(u64, Vec<u8>)>, Fail> {
+fn read_records(store: &Opened, indices: &[u64]) -> Result<Vec<(u64, Vec<u8>)>, Fail> {
     let lens = store.lengths(indices).map_err(Fail::store)?;
     let mut out = Vec::with_capacity(indices.len());
     for (&index, &len) in indices.iter().zip(&lens) {
@@ -382,14 +385,8 @@ fn read_records(store: &Store, indices: &[u64]) -> Result<Vec<(u64, Vec<u8>)>, F
     Ok(out)
 }
 
-fn print_records(
-    path: &Path,
-    store: &Store,
-    indices: &[u64],
-    limit: usize,
-    as_json: bool,
-) -> Result<u8, Fail> {
-    let schema = read_schema(path)?;
+fn print_records(store: &Opened, indices: &[u64], limit: usize, as_json: bool) -> Result<u8, Fail> {
+    let schema = read_schema(store)?;
     let dense = schema.as_ref().and_then(|s| s.kind().ok()) == Some(Kind::Dense);
     let dtype = schema.as_ref().and_then(|s| s.dtype().ok());
     let shape = show::Shape {
@@ -416,7 +413,7 @@ fn print_records(
 
 fn export(path: &Path, out: &Path) -> Result<u8, Fail> {
     let store = open(path)?;
-    let schema = read_schema(path)?
+    let schema = read_schema(&store)?
         .ok_or_else(|| Fail::usage("the store has no schema.msgpack, so no dtype to export"))?;
     let n = npy::export(&store, &schema, out, false)?;
     eprintln!("wrote {n} records to {}", out.display());
