@@ -13,6 +13,7 @@ APT=()
 command -v clang >/dev/null || APT+=(clang llvm)
 command -v chromium >/dev/null || APT+=(chromium)
 command -v npm >/dev/null || APT+=(nodejs npm)
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || APT+=(nginx-light)
 if [ ${#APT[@]} -gt 0 ]; then
   echo "setup: installing ${APT[*]}"
   $SUDO apt-get update -qq

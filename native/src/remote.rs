@@ -89,7 +89,9 @@ impl RemoteStore {
         let parsed = url::Url::parse(url.trim_end_matches('/'))
             .map_err(|e| Error::BadArgument(format!("{url} is not a URL: {e}")))?;
         let env = std::env::vars().map(|(k, v)| (k.to_ascii_lowercase(), v));
-        let config: Vec<(String, String)> = env.chain(options.options.clone()).collect();
+        // An http:// URL asks for plain HTTP; other schemes need AWS_ALLOW_HTTP or allow_http.
+        let plain = (parsed.scheme() == "http").then(|| ("allow_http".to_owned(), "true".to_owned()));
+        let config: Vec<(String, String)> = plain.into_iter().chain(env).chain(options.options.clone()).collect();
         let (store, prefix) = object_store::parse_url_opts(&parsed, config)
             .map_err(|e| Error::Remote { url: url.to_owned(), source: e })?;
         let store: Arc<dyn ObjectStore> = Arc::from(store);
