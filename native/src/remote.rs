@@ -5,7 +5,8 @@
 //! 1. opening fetches the header, the schema, the dictionary and the chunk sizes (one round of
 //!    concurrent requests after the header);
 //! 2. a call fetches the table pages it needs that are not cached yet, then the records' byte
-//!    ranges, merged where they are close and fetched concurrently (`get_ranges`);
+//!    ranges, merged where they are close and fetched concurrently, each asking for the version seen at
+//!    open (`If-Match`);
 //! 3. records are decoded from those bytes into the caller's buffer, on the rayon pool.
 //!
 //! Invariants:
@@ -32,7 +33,7 @@ use loaderx_core::read::{self, GatherPlan, PlanRules, TableCache};
 use loaderx_core::schema::{Layout, Schema, SCHEMA_FILE};
 use loaderx_core::stats::Stats;
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::{GetOptions, ObjectStore, ObjectStoreExt};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
@@ -80,6 +81,10 @@ pub struct RemoteStore {
     schema: Option<Schema>,
     dict: Option<Arc<Dictionary>>,
     chunk_lens: Vec<Option<u64>>,
+    /// The ETag of each object read by range (`meta.zr`, chunk files) when the store was
+    /// opened: every later read asks for that version (`If-Match`), so a store replaced
+    /// remotely is an error, never a mix of old and new bytes.
+    etags: BTreeMap<String, Option<String>>,
     table: Mutex<TableCache>,
 }
 
@@ -91,7 +96,8 @@ impl RemoteStore {
         let env = std::env::vars().map(|(k, v)| (k.to_ascii_lowercase(), v));
         // An http:// URL asks for plain HTTP; other schemes need AWS_ALLOW_HTTP or allow_http.
         let plain = (parsed.scheme() == "http").then(|| ("allow_http".to_owned(), "true".to_owned()));
-        let config: Vec<(String, String)> = plain.into_iter().chain(env).chain(options.options.clone()).collect();
+        let config: Vec<(String, String)> =
+            plain.into_iter().chain(env).chain(options.options.clone()).collect();
         let (store, prefix) = object_store::parse_url_opts(&parsed, config)
             .map_err(|e| Error::Remote { url: url.to_owned(), source: e })?;
         let store: Arc<dyn ObjectStore> = Arc::from(store);
@@ -142,7 +148,7 @@ impl RemoteStore {
             let store = store.clone();
             async move {
                 match store.head(&path).await {
-                    Ok(m) => Ok(Some(m.size)),
+                    Ok(m) => Ok(Some((m.size, m.e_tag))),
                     Err(object_store::Error::NotFound { .. }) => Ok(None),
                     Err(e) => Err(e),
                 }
@@ -156,8 +162,14 @@ impl RemoteStore {
             .transpose()
             .map_err(|e| Error::classified(&at, e))?;
         let dict = dict.map_err(remote)?.map(|b| Arc::new(Dictionary::new(b.to_vec())));
-        let chunk_lens =
-            chunk_lens.into_iter().collect::<std::result::Result<Vec<_>, _>>().map_err(remote)?;
+        let chunks = chunk_lens.into_iter().collect::<std::result::Result<Vec<_>, _>>().map_err(remote)?;
+        let mut etags = BTreeMap::from([("meta.zr".to_owned(), meta.e_tag.clone())]);
+        for (id, found) in chunks.iter().enumerate() {
+            if let Some((_, etag)) = found {
+                etags.insert(format!("{id}.zr"), etag.clone());
+            }
+        }
+        let chunk_lens: Vec<Option<u64>> = chunks.into_iter().map(|c| c.map(|(size, _)| size)).collect();
         debug_assert!(chunk_lens.len() as u64 <= MAX_CHUNKS);
         Ok(RemoteStore {
             url,
@@ -168,6 +180,7 @@ impl RemoteStore {
             schema,
             dict,
             chunk_lens,
+            etags,
             table: Mutex::new(TableCache::new(u64::from(header.length))),
         })
     }
@@ -219,9 +232,7 @@ impl RemoteStore {
         read::check_indices(indices, self.len()).map_err(|e| self.classified(e))?;
         let missing = self.table.lock().unwrap_or_else(|e| e.into_inner()).missing(indices.iter().copied());
         if !missing.is_empty() {
-            let path = self.prefix.clone().join("meta.zr");
-            let pages = self
-                .block(async { self.store.get_ranges(&path, &missing).await.map_err(|e| self.remote(e)) })?;
+            let pages = self.block(self.ranges("meta.zr", &missing))?;
             let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
             for (range, bytes) in missing.iter().zip(pages) {
                 table.insert(range.start, &bytes).map_err(|e| self.classified(e))?;
@@ -240,6 +251,21 @@ impl RemoteStore {
                 Ok((i, loc))
             })
             .collect()
+    }
+
+    /// Byte ranges of object `name`, of the version seen at open, merged where they are close
+    /// and fetched concurrently.
+    async fn ranges(&self, name: &str, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        let path = self.prefix.clone().join(name);
+        let etag = self.etags.get(name).cloned().flatten();
+        let fetch = |range: Range<u64>| {
+            let (store, path) = (self.store.clone(), path.clone());
+            let mut options = GetOptions::default();
+            options.range = Some(range.into());
+            options.if_match = etag.clone();
+            async move { store.get_opts(&path, options).await?.bytes().await }
+        };
+        object_store::coalesce_ranges(ranges, fetch, MAX_GAP).await.map_err(|e| self.remote(e))
     }
 
     fn remote(&self, source: object_store::Error) -> Error {
@@ -275,10 +301,10 @@ impl RemoteStore {
             by_chunk.entry(r.chunk).or_default().push((k, r.start..r.end));
         }
         let calls = by_chunk.into_iter().map(|(chunk, ranges)| {
-            let path = self.prefix.clone().join(format!("{chunk}.zr"));
+            let name = format!("{chunk}.zr");
             async move {
                 let wanted: Vec<Range<u64>> = ranges.iter().map(|(_, r)| r.clone()).collect();
-                let got = self.store.get_ranges(&path, &wanted).await.map_err(|e| self.remote(e))?;
+                let got = self.ranges(&name, &wanted).await?;
                 Ok::<_, Error>(ranges.into_iter().map(|(k, _)| k).zip(got).collect::<Vec<_>>())
             }
         });

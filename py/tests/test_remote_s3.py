@@ -139,3 +139,21 @@ def test_cli_reads_by_url(s3):
         assert a == b, cmd
     code, _, err = run("compact", url)
     assert code == 2 and "read-only" in err
+
+
+def test_a_store_replaced_remotely_is_never_served_mixed(s3):
+    name = "u8img_raw"
+    store = FIXTURES / name / "store"
+    for f in store.iterdir():
+        s3.upload_file(str(f), BUCKET, f"replaced/{f.name}")
+    z = Zrecord(f"s3://{BUCKET}/replaced")
+    first = np.empty(int(z.lengths([0])[0]), np.uint8)
+    z.gather([0], first, [0])
+    chunk = (store / "0.zr").read_bytes()
+    s3.put_object(Bucket=BUCKET, Key="replaced/0.zr", Body=bytes(255 - b for b in chunk))
+    again = np.empty_like(first)
+    with pytest.raises(errors.CorruptStoreError, match="s3://stores/replaced"):
+        z.gather([1], again, [0])
+    fresh = Zrecord(f"s3://{BUCKET}/replaced")  # a new handle sees the new version
+    fresh.gather([0], again, [0])
+    assert np.array_equal(again, 255 - first)
