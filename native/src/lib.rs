@@ -31,6 +31,8 @@
 //! * `map` (memory maps, the only `unsafe`), `io` (the I/O and fault seam, all platform code),
 //!   `sync` (locks and atomics), `fanout` (the gather's thread fan-out), `error`.
 
+#[cfg(feature = "remote")]
+mod cache;
 #[cfg(feature = "cli")]
 pub mod cli;
 mod error;
@@ -56,7 +58,7 @@ pub use io::disk_usage;
 pub use loaderx_core::error::{Classify, ErrorKind, Location, StoreFile};
 pub use loaderx_core::format::{Codec, Header, RecordLoc};
 pub use loaderx_core::schema::{Layout, Schema};
-pub use opened::{is_url, Opened, RemoteOptions};
+pub use opened::{is_url, CacheConfig, Opened, RemoteOptions};
 #[cfg(feature = "remote")]
 pub use remote::RemoteStore;
 pub use store::{OpenOptions, Stats, Store, VerifyReport};

@@ -14,6 +14,14 @@ use loaderx_core::schema::{Layout, Schema};
 use crate::error::{Error, Result};
 use crate::store::{OpenOptions, Stats, Store, VerifyReport};
 
+/// A local disk cache of remote stores: a directory (shared by every process that names it)
+/// and an upper bound on the bytes it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheConfig {
+    pub dir: std::path::PathBuf,
+    pub max_bytes: u64,
+}
+
 /// How a remote store is reached.
 #[derive(Debug, Clone)]
 pub struct RemoteOptions {
@@ -23,11 +31,13 @@ pub struct RemoteOptions {
     pub options: BTreeMap<String, String>,
     /// The longest a whole call may take.
     pub deadline: Duration,
+    /// A local disk cache of the store's blocks (opt-in).
+    pub cache: Option<CacheConfig>,
 }
 
 impl Default for RemoteOptions {
     fn default() -> Self {
-        RemoteOptions { options: BTreeMap::new(), deadline: Duration::from_secs(120) }
+        RemoteOptions { options: BTreeMap::new(), deadline: Duration::from_secs(120), cache: None }
     }
 }
 

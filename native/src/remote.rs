@@ -36,6 +36,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, ObjectStore, ObjectStoreExt};
 use rayon::prelude::*;
 
+use crate::cache::{DiskCache, ObjectKey, BLOCK};
 use crate::error::{Error, Result};
 use crate::opened::RemoteOptions;
 
@@ -86,6 +87,8 @@ pub struct RemoteStore {
     /// remotely is an error, never a mix of old and new bytes.
     etags: BTreeMap<String, Option<String>>,
     table: Mutex<TableCache>,
+    /// Blocks of chunk files on local disk, when a cache directory was given.
+    cache: Option<DiskCache>,
 }
 
 impl RemoteStore {
@@ -104,11 +107,19 @@ impl RemoteStore {
         let rt = runtime()?;
         let url = url.trim_end_matches('/').to_owned();
         let deadline = options.deadline;
-        rt.block_on(async {
+        let cache = match &options.cache {
+            Some(config) => {
+                Some(DiskCache::new(config.clone()).map_err(Error::io("create cache", &config.dir))?)
+            }
+            None => None,
+        };
+        let mut opened = rt.block_on(async {
             tokio::time::timeout(deadline, Self::open_async(url.clone(), store, prefix, deadline))
                 .await
                 .map_err(|_| Error::Deadline { url: url.clone(), after: deadline })?
-        })
+        })?;
+        opened.cache = cache;
+        Ok(opened)
     }
 
     async fn open_async(
@@ -182,6 +193,7 @@ impl RemoteStore {
             chunk_lens,
             etags,
             table: Mutex::new(TableCache::new(u64::from(header.length))),
+            cache: None,
         })
     }
 
@@ -268,6 +280,67 @@ impl RemoteStore {
         object_store::coalesce_ranges(ranges, fetch, MAX_GAP).await.map_err(|e| self.remote(e))
     }
 
+    /// Byte ranges of chunk `chunk` through the disk cache: the [`BLOCK`]s they touch are read
+    /// from the cache, the missing ones fetched whole (concurrently, pinned to the version seen
+    /// at open) and stored, and the ranges cut from the blocks.
+    async fn cached_ranges(
+        &self,
+        cache: &DiskCache,
+        chunk: u16,
+        name: &str,
+        ranges: &[Range<u64>],
+    ) -> Result<Vec<Bytes>> {
+        let size = self.chunk_lens.get(usize::from(chunk)).copied().flatten().unwrap_or(0);
+        let etag = self.etags.get(name).cloned().flatten();
+        let key = ObjectKey::new(&format!("{}/{name}", self.url), etag.as_deref(), size);
+        let block_len = |b: u64| BLOCK.min(size.saturating_sub(b * BLOCK));
+        let mut blocks: BTreeMap<u64, Bytes> = BTreeMap::new();
+        let mut missing = Vec::new();
+        for r in ranges.iter().filter(|r| r.end > r.start) {
+            for b in r.start / BLOCK..=(r.end.min(size).max(r.start + 1) - 1) / BLOCK {
+                if blocks.contains_key(&b) || missing.contains(&b) {
+                    continue;
+                }
+                match cache.get(&key, b, block_len(b)) {
+                    Some(bytes) => {
+                        blocks.insert(b, Bytes::from(bytes));
+                    }
+                    None => missing.push(b),
+                }
+            }
+        }
+        missing.retain(|&b| block_len(b) > 0);
+        if !missing.is_empty() {
+            let wanted: Vec<Range<u64>> =
+                missing.iter().map(|&b| b * BLOCK..b * BLOCK + block_len(b)).collect();
+            let fetched = self.ranges(name, &wanted).await?;
+            for (&b, bytes) in missing.iter().zip(fetched) {
+                cache.put(&key, b, &bytes);
+                blocks.insert(b, bytes);
+            }
+        }
+        // A range past the object's end comes back short, as a direct read would.
+        Ok(ranges
+            .iter()
+            .map(|r| {
+                let mut out = Vec::with_capacity((r.end - r.start) as usize);
+                let mut at = r.start;
+                while at < r.end {
+                    let b = at / BLOCK;
+                    let Some(block) = blocks.get(&b) else { break };
+                    let from = (at - b * BLOCK) as usize;
+                    let to = ((r.end - b * BLOCK) as usize).min(block.len());
+                    if from >= to {
+                        break;
+                    }
+                    out.extend_from_slice(&block[from..to]);
+                    at = b * BLOCK + to as u64;
+                }
+                Bytes::from(out)
+            })
+            .collect())
+    }
+
     fn remote(&self, source: object_store::Error) -> Error {
         Error::Remote { url: self.url.clone(), source }
     }
@@ -304,7 +377,10 @@ impl RemoteStore {
             let name = format!("{chunk}.zr");
             async move {
                 let wanted: Vec<Range<u64>> = ranges.iter().map(|(_, r)| r.clone()).collect();
-                let got = self.ranges(&name, &wanted).await?;
+                let got = match &self.cache {
+                    Some(cache) => self.cached_ranges(cache, chunk, &name, &wanted).await?,
+                    None => self.ranges(&name, &wanted).await?,
+                };
                 Ok::<_, Error>(ranges.into_iter().map(|(k, _)| k).zip(got).collect::<Vec<_>>())
             }
         });

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use loaderx_core::format::{Codec, MAX_RECORD_LEN};
 use loaderx_core::sampler::{Mode, Sampler as CoreSampler};
-use loaderx_native::{Opened as Handle, RemoteOptions};
+use loaderx_native::{CacheConfig, Opened as Handle, RemoteOptions};
 use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
@@ -46,15 +46,22 @@ impl Store {
 #[pymethods]
 impl Store {
     #[new]
-    #[pyo3(signature = (path, create = true, storage_options = None, deadline = None))]
+    #[pyo3(signature = (path, create = true, storage_options = None, deadline = None, cache_dir = None, cache_bytes = None))]
     fn new(
         py: Python<'_>,
         path: std::path::PathBuf,
         create: bool,
         storage_options: Option<std::collections::BTreeMap<String, String>>,
         deadline: Option<f64>,
+        cache_dir: Option<std::path::PathBuf>,
+        cache_bytes: Option<u64>,
     ) -> PyResult<Self> {
         let mut remote = RemoteOptions { options: storage_options.unwrap_or_default(), ..Default::default() };
+        remote.cache = match (cache_dir, cache_bytes) {
+            (Some(dir), Some(max_bytes)) => Some(CacheConfig { dir, max_bytes }),
+            (None, None) => None,
+            _ => return Err(crate::error::argument("cache_dir and cache_bytes go together".into())),
+        };
         if let Some(secs) = deadline {
             remote.deadline = std::time::Duration::try_from_secs_f64(secs).map_err(|_| {
                 crate::error::argument(format!("deadline must be a positive number of seconds, got {secs}"))

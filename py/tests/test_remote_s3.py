@@ -157,3 +157,37 @@ def test_a_store_replaced_remotely_is_never_served_mixed(s3):
     fresh = Zrecord(f"s3://{BUCKET}/replaced")  # a new handle sees the new version
     fresh.gather([0], again, [0])
     assert np.array_equal(again, 255 - first)
+
+
+def test_disk_cache_serves_warm_reads_and_keeps_its_bound(s3, tmp_path):
+    name = "bigrec_1mib_zstd" if (FIXTURES / "bigrec_1mib_zstd").is_dir() else "u8img_zstd"
+    store = FIXTURES / name / "store"
+    for f in store.iterdir():
+        s3.upload_file(str(f), BUCKET, f"cached/{f.name}")
+    local = Zrecord._existing(store)
+    n = len(local)
+    lens = local.lengths(np.arange(n))
+    offs = np.concatenate([[0], np.cumsum(lens.astype(np.uint64))[:-1]]).astype(np.uint64)
+    want = np.empty(int(lens.sum()), np.uint8)
+    local.gather(np.arange(n), want, offs)
+    cache = (tmp_path / "cache", 64 << 20)
+    z = Zrecord(f"s3://{BUCKET}/cached", cache=cache)
+    got = np.empty_like(want)
+    z.gather(np.arange(n), got, offs)
+    assert np.array_equal(got, want)
+    held = sum(f.stat().st_size for f in (tmp_path / "cache").rglob("*") if f.is_file() and not f.name.startswith(".tmp-"))
+    assert 0 < held <= cache[1]
+    for f in store.iterdir():  # gone remotely: only the cache can answer now
+        s3.delete_object(Bucket=BUCKET, Key=f"cached/{f.name}")
+    again = np.zeros_like(want)
+    z.gather(np.arange(n), again, offs)
+    assert np.array_equal(again, want)
+    # A bound smaller than the store is kept (least recently used blocks go).
+    for f in store.iterdir():
+        s3.upload_file(str(f), BUCKET, f"cached2/{f.name}")
+    small = (tmp_path / "small", 5 << 20)
+    z2 = Zrecord(f"s3://{BUCKET}/cached2", cache=small)
+    z2.gather(np.arange(n), got, offs)
+    assert np.array_equal(got, want)
+    held = sum(f.stat().st_size for f in (tmp_path / "small").rglob("*") if f.is_file() and not f.name.startswith(".tmp-"))
+    assert held <= small[1]

@@ -24,6 +24,8 @@ class Store:
         create: bool = True,
         storage_options: dict[str, str] | None = None,
         deadline: float | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_bytes: int | None = None,
     ) -> Self: ...
     def schema(self) -> Schema | None: ...
     @property

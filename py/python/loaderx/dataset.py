@@ -49,14 +49,14 @@ def pad(records, max_len=None, pad_value=0):
     return padded, lengths
 
 
-def _open(path, kind, storage_options):
+def _open(path, kind, storage_options, cache):
     """The store at ``path`` (a directory or a URL) and its schema, checked for ``kind`` by the
     engine. Opening never creates a store."""
     where = _location(path)
     missing = FileNotFoundError(f"{os.fspath(where)}: no {SCHEMA} there; it is not a loaderx dataset")
     if isinstance(where, Path) and not (where / "meta.zr").is_file():
         raise missing
-    store = Zrecord._existing(where, storage_options)
+    store = Zrecord._existing(where, storage_options, cache)
     schema = store._s.schema()
     if schema is None:
         store.close()
@@ -70,8 +70,8 @@ class _Base:
 
     _kind = None
 
-    def __init__(self, path, storage_options=None):
-        self._store, self._schema = _open(path, self._kind, storage_options)
+    def __init__(self, path, storage_options=None, cache=None):
+        self._store, self._schema = _open(path, self._kind, storage_options, cache)
         self.path = self._store.path
         self.dtype = np.dtype(self._schema.dtype)
         self.item_shape = tuple(self._schema.item_shape)
@@ -88,7 +88,7 @@ class _Base:
         return f"{type(self).__name__}({os.fspath(self.path)!r}, {len(self)} x {self.item_shape} {self.dtype})"
 
     def __reduce__(self):
-        return (type(self), (os.fspath(self.path), self._store.storage_options))
+        return (type(self), (os.fspath(self.path), self._store.storage_options, self._store.cache))
 
     def _idxs(self, idx):
         """Any supported index as a contiguous uint64 array, bounds-checked."""

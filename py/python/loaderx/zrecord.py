@@ -52,6 +52,17 @@ def _location(path):
     return s if _loaderx.is_url(s) else Path(s)
 
 
+def _cache(cache):
+    """``(directory, max_bytes)`` for a remote store's disk cache, or None."""
+    if cache is None:
+        return None
+    try:
+        directory, max_bytes = cache
+    except (TypeError, ValueError):
+        raise ValueError(f"cache must be (directory, max_bytes), got {cache!r}") from None
+    return (os.fspath(directory), int(max_bytes))
+
+
 def _codec_tag(codec):
     try:
         return CODECS[codec]
@@ -134,27 +145,30 @@ class Zrecord:
             ``"zstd_dict"`` (which needs a dictionary, see :meth:`train_dict`).
     """
 
-    def __init__(self, path, codec="zstd", storage_options=None):
+    def __init__(self, path, codec="zstd", storage_options=None, cache=None):
         _codec_tag(codec)
         self.codec = codec
         self.path = _location(path)
         self.storage_options = dict(storage_options) if storage_options else None
+        self.cache = _cache(cache)
         self._store = self._open(True)
         self._pid = os.getpid()
 
     @classmethod
-    def _existing(cls, path, storage_options=None):
+    def _existing(cls, path, storage_options=None, cache=None):
         """A handle on a store that exists (never creates one)."""
         self = cls.__new__(cls)
         self.codec = "zstd"
         self.path = _location(path)
         self.storage_options = dict(storage_options) if storage_options else None
+        self.cache = _cache(cache)
         self._store = self._open(False)
         self._pid = os.getpid()
         return self
 
     def _open(self, create):
-        return _loaderx.Store(os.fspath(self.path), create, self.storage_options)
+        cache_dir, cache_bytes = self.cache or (None, None)
+        return _loaderx.Store(os.fspath(self.path), create, self.storage_options, None, cache_dir, cache_bytes)
 
     @property
     def _s(self):
@@ -183,7 +197,7 @@ class Zrecord:
         return f"Zrecord({os.fspath(self.path)!r}, {state})"
 
     def __reduce__(self):
-        return (type(self), (os.fspath(self.path), self.codec, self.storage_options))
+        return (type(self), (os.fspath(self.path), self.codec, self.storage_options, self.cache))
 
     def sync(self):
         """Make everything appended so far durable (data, then table, then header)."""
