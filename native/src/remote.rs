@@ -272,9 +272,8 @@ impl RemoteStore {
         let etag = self.etags.get(name).cloned().flatten();
         let fetch = |range: Range<u64>| {
             let (store, path) = (self.store.clone(), path.clone());
-            let mut options = GetOptions::default();
-            options.range = Some(range.into());
-            options.if_match = etag.clone();
+            let options =
+                GetOptions { range: Some(range.into()), if_match: etag.clone(), ..Default::default() };
             async move { store.get_opts(&path, options).await?.bytes().await }
         };
         object_store::coalesce_ranges(ranges, fetch, MAX_GAP).await.map_err(|e| self.remote(e))
