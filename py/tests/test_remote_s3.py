@@ -191,3 +191,29 @@ def test_disk_cache_serves_warm_reads_and_keeps_its_bound(s3, tmp_path):
     assert np.array_equal(got, want)
     held = sum(f.stat().st_size for f in (tmp_path / "small").rglob("*") if f.is_file() and not f.name.startswith(".tmp-"))
     assert held <= small[1]
+
+
+def test_dataloader_over_s3_gives_the_local_batches(s3, tmp_path):
+    from loaderx.dataloader import DataLoader
+
+    name = "u8img_zstd"
+    local = DataLoader({"x": DenseDataset(FIXTURES / name / "store")}, num_workers=4, batch_size=32, prefetch_size=8, seed=5)
+    remote = DataLoader(
+        {"x": DenseDataset(f"s3://{BUCKET}/fixtures/{name}", cache=(tmp_path / "c", 32 << 20))},
+        num_workers=4,
+        batch_size=32,
+        prefetch_size=8,
+        seed=5,
+    )
+    try:
+        for _ in range(12):
+            a, b = next(local), next(remote)
+            assert np.array_equal(a["x"], b["x"])
+        state = remote.state_dict()
+        resumed = DataLoader({"x": DenseDataset(f"s3://{BUCKET}/fixtures/{name}")}, num_workers=4, batch_size=32, seed=5)
+        resumed.load_state_dict(state)
+        assert np.array_equal(next(resumed)["x"], next(local)["x"])
+        resumed.close()
+    finally:
+        local.close()
+        remote.close()
