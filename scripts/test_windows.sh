@@ -69,7 +69,7 @@ fi
 
 run() {
   echo "test-windows: cargo test ${*:-(all targets)}"
-  cargo test -q -j"$JOBS" --target "$TARGET" --target-dir "$OUT" -p loaderx-core -p loaderx-native "$@"
+  cargo test -q -j"$JOBS" --target "$TARGET" --target-dir "$OUT" -p loaderx-core -p loaderx-native --no-default-features --features loaderx-native/cli "$@"
 }
 run
 # The feature changes only the I/O seam; its one test fails every write, sync, rename, resize

@@ -217,3 +217,55 @@ def test_dataloader_over_s3_gives_the_local_batches(s3, tmp_path):
     finally:
         local.close()
         remote.close()
+
+
+_READER = """
+import sys, hashlib, numpy as np
+from loaderx.zrecord import Zrecord
+url, cache, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+z = Zrecord(url, cache=(cache, 1 << 30))
+n = len(z)
+rng = np.random.default_rng(int(sys.argv[4]))
+for _ in range(rounds):
+    idxs = rng.permutation(n)[:64]
+    lens = z.lengths(idxs)
+    offs = np.concatenate([[0], np.cumsum(lens.astype(np.uint64))[:-1]]).astype(np.uint64)
+    buf = np.empty(int(lens.sum()), np.uint8)
+    z.gather(idxs, buf, offs)
+    print(hashlib.sha256(buf.tobytes()).hexdigest(), *idxs.tolist(), flush=True)
+"""
+
+
+def test_processes_share_the_cache_and_a_killed_one_leaves_nothing_corrupt(s3, tmp_path):
+    import hashlib
+    import signal
+
+    name = "u8img_zstd"
+    url = f"s3://{BUCKET}/fixtures/{name}"
+    cache = tmp_path / "shared"
+    local = Zrecord._existing(FIXTURES / name / "store")
+
+    def check(lines):
+        for line in lines:
+            digest, *idxs = line.split()
+            idxs = np.array([int(i) for i in idxs])
+            lens = local.lengths(idxs)
+            offs = np.concatenate([[0], np.cumsum(lens.astype(np.uint64))[:-1]]).astype(np.uint64)
+            buf = np.empty(int(lens.sum()), np.uint8)
+            local.gather(idxs, buf, offs)
+            assert hashlib.sha256(buf.tobytes()).hexdigest() == digest
+
+    victim = subprocess.Popen([sys.executable, "-c", _READER, url, str(cache), "1000", "1"], stdout=subprocess.PIPE, text=True)
+    survivor = subprocess.Popen([sys.executable, "-c", _READER, url, str(cache), "30", "2"], stdout=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    victim.send_signal(signal.SIGKILL)
+    out, _ = survivor.communicate(timeout=120)
+    assert survivor.returncode == 0
+    check(out.split("\n")[:-1])
+    victim.wait()
+    check([l for l in victim.stdout.read().split("\n") if l.count(" ") > 1])
+    after = subprocess.run([sys.executable, "-c", _READER, url, str(cache), "10", "3"], capture_output=True, text=True, timeout=120)
+    assert after.returncode == 0, after.stderr
+    check(after.stdout.split("\n")[:-1])
+    entries = [f for f in cache.rglob("*") if f.is_file() and not f.name.startswith(".tmp-")]
+    assert entries, "the cache holds blocks"
