@@ -269,3 +269,24 @@ def test_processes_share_the_cache_and_a_killed_one_leaves_nothing_corrupt(s3, t
     check(after.stdout.split("\n")[:-1])
     entries = [f for f in cache.rglob("*") if f.is_file() and not f.name.startswith(".tmp-")]
     assert entries, "the cache holds blocks"
+
+
+def test_the_readme_s3_block_runs(s3, tmp_path):
+    """The README's ```python s3 block, against this server with its two stores in place."""
+    import re
+
+    from loaderx.converter import from_numpy
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    blocks = re.findall(r"^```python s3\n(.*?)^```", readme, re.S | re.M)
+    assert len(blocks) == 1, "README.md has one ```python s3 block"
+    s3.create_bucket(Bucket="my-bucket")
+    rng = np.random.default_rng(0)
+    from_numpy(tmp_path / "images", rng.integers(0, 255, (600, 8, 8), dtype=np.uint8))
+    from_numpy(tmp_path / "labels", np.arange(600) % 10)
+    for name in ("images", "labels"):
+        for f in (tmp_path / name).iterdir():
+            s3.upload_file(str(f), "my-bucket", f"datasets/{name}/{f.name}")
+    code = blocks[0].replace("/tmp/loaderx-cache", str(tmp_path / "cache"))
+    p = subprocess.run([sys.executable, "-c", code + "\nassert batch['data'].shape == (256, 8, 8)\nloader.close()\n"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
