@@ -655,7 +655,7 @@ def main():
         torch_worker_main()
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("section", nargs="?", default="all", choices=["sampler", "store", "loader", "transform", "all"])
+    parser.add_argument("section", nargs="?", default="all", choices=["sampler", "store", "loader", "transform", "remote", "all"])
     parser.add_argument("--quick", action="store_true", help="a small, fast run")
     default_ref = ROOT / ".venv-ref" / "bin" / "python"
     parser.add_argument("--ref-python", default=str(default_ref) if default_ref.exists() else None)
@@ -675,8 +675,8 @@ def main():
     else:
         ref = Reference(args.ref_python) if args.ref_python else None
     try:
-        for name in ("sampler", "store", "loader", "transform"):
-            if args.section == name or (args.section == "all" and name != "transform"):
+        for name in ("sampler", "store", "loader", "transform", "remote"):
+            if args.section == name or (args.section == "all" and name not in ("transform", "remote")):
                 machine_block()
                 if name == "sampler":
                     section_sampler(args, ref)
@@ -684,6 +684,11 @@ def main():
                     section_store(args, ref, work)
                 elif name == "loader":
                     section_loader(args, ref, work)
+                elif name == "remote":
+                    sys.path.insert(0, str(ROOT / "scripts"))
+                    from bench_remote import section_remote
+
+                    section_remote(args, work)
                 else:
                     section_transform(args, ref, work)
     finally:

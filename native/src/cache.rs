@@ -52,6 +52,11 @@ impl ObjectKey {
 
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// Fills `buf` from `file` at `offset`.
+pub(crate) fn read_at(file: &fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    crate::io::read_exact_at(file, buf, offset, std::path::Path::new("cache")).map_err(std::io::Error::other)
+}
+
 impl DiskCache {
     pub(crate) fn new(config: CacheConfig) -> std::io::Result<DiskCache> {
         fs::create_dir_all(&config.dir)?;
@@ -62,17 +67,23 @@ impl DiskCache {
         self.config.dir.join(&key.0[..2]).join(format!("{}-{block}", key.0))
     }
 
-    /// The block's bytes if cached whole (`len` bytes), touching it as recently used.
-    pub(crate) fn get(&self, key: &ObjectKey, block: u64, len: u64) -> Option<Vec<u8>> {
-        let path = self.path(key, block);
-        let bytes = fs::read(&path).ok()?;
-        if bytes.len() as u64 != len {
+    /// The cached block, if it is there whole (`len` bytes), touched as recently used.
+    pub(crate) fn open(&self, key: &ObjectKey, block: u64, len: u64) -> Option<fs::File> {
+        let file = fs::File::options().read(true).write(true).open(self.path(key, block)).ok()?;
+        if file.metadata().ok()?.len() != len {
             return None;
         }
-        if let Ok(f) = fs::File::options().write(true).open(&path) {
-            let _ = f.set_modified(SystemTime::now());
-        }
-        Some(bytes)
+        let _ = file.set_modified(SystemTime::now());
+        Some(file)
+    }
+
+    /// Bytes `range` of a cached block (whole: `len` bytes), or None when it is not cached.
+    #[cfg(test)]
+    pub(crate) fn get(&self, key: &ObjectKey, block: u64, len: u64) -> Option<Vec<u8>> {
+        let file = self.open(key, block, len)?;
+        let mut buf = vec![0u8; len as usize];
+        read_at(&file, &mut buf, 0).ok()?;
+        Some(buf)
     }
 
     /// Stores a block (atomically), then keeps the bound. Failures are not errors: the cache

@@ -279,9 +279,9 @@ impl RemoteStore {
         object_store::coalesce_ranges(ranges, fetch, MAX_GAP).await.map_err(|e| self.remote(e))
     }
 
-    /// Byte ranges of chunk `chunk` through the disk cache: the [`BLOCK`]s they touch are read
-    /// from the cache, the missing ones fetched whole (concurrently, pinned to the version seen
-    /// at open) and stored, and the ranges cut from the blocks.
+    /// Byte ranges of chunk `chunk` through the disk cache: the [`BLOCK`]s they touch that are
+    /// not cached are fetched whole (concurrently, pinned to the version seen at open) and
+    /// stored; then each range is cut from its blocks, reading only its own bytes from disk.
     async fn cached_ranges(
         &self,
         cache: &DiskCache,
@@ -293,51 +293,55 @@ impl RemoteStore {
         let etag = self.etags.get(name).cloned().flatten();
         let key = ObjectKey::new(&format!("{}/{name}", self.url), etag.as_deref(), size);
         let block_len = |b: u64| BLOCK.min(size.saturating_sub(b * BLOCK));
-        let mut blocks: BTreeMap<u64, Bytes> = BTreeMap::new();
+        // Reads past the object's end come back short, as a direct read would.
+        let clipped: Vec<Range<u64>> = ranges.iter().map(|r| r.start.min(size)..r.end.min(size)).collect();
+        let mut files: BTreeMap<u64, std::fs::File> = BTreeMap::new();
         let mut missing = Vec::new();
-        for r in ranges.iter().filter(|r| r.end > r.start) {
-            for b in r.start / BLOCK..=(r.end.min(size).max(r.start + 1) - 1) / BLOCK {
-                if blocks.contains_key(&b) || missing.contains(&b) {
+        for r in clipped.iter().filter(|r| r.end > r.start) {
+            for b in r.start / BLOCK..=(r.end - 1) / BLOCK {
+                if files.contains_key(&b) || missing.contains(&b) {
                     continue;
                 }
-                match cache.get(&key, b, block_len(b)) {
-                    Some(bytes) => {
-                        blocks.insert(b, Bytes::from(bytes));
+                match cache.open(&key, b, block_len(b)) {
+                    Some(file) => {
+                        files.insert(b, file);
                     }
                     None => missing.push(b),
                 }
             }
         }
-        missing.retain(|&b| block_len(b) > 0);
+        let mut fetched: BTreeMap<u64, Bytes> = BTreeMap::new();
         if !missing.is_empty() {
             let wanted: Vec<Range<u64>> =
                 missing.iter().map(|&b| b * BLOCK..b * BLOCK + block_len(b)).collect();
-            let fetched = self.ranges(name, &wanted).await?;
-            for (&b, bytes) in missing.iter().zip(fetched) {
+            for (&b, bytes) in missing.iter().zip(self.ranges(name, &wanted).await?) {
                 cache.put(&key, b, &bytes);
-                blocks.insert(b, bytes);
+                fetched.insert(b, bytes);
             }
         }
-        // A range past the object's end comes back short, as a direct read would.
-        Ok(ranges
+        clipped
             .iter()
             .map(|r| {
-                let mut out = Vec::with_capacity((r.end - r.start) as usize);
+                let mut out = vec![0u8; (r.end - r.start) as usize];
                 let mut at = r.start;
                 while at < r.end {
                     let b = at / BLOCK;
-                    let Some(block) = blocks.get(&b) else { break };
-                    let from = (at - b * BLOCK) as usize;
-                    let to = ((r.end - b * BLOCK) as usize).min(block.len());
-                    if from >= to {
-                        break;
+                    let (from, to) = (at - b * BLOCK, (r.end - b * BLOCK).min(block_len(b)));
+                    let dst = &mut out[(at - r.start) as usize..(at - r.start + to - from) as usize];
+                    if let Some(bytes) = fetched.get(&b) {
+                        dst.copy_from_slice(&bytes[from as usize..to as usize]);
+                    } else {
+                        // Every block a range touches was either cached or fetched above.
+                        let file = files.get(&b).ok_or_else(|| std::io::Error::other("cache block missing"));
+                        file.and_then(|f| crate::cache::read_at(f, dst, from)).map_err(|e| {
+                            Error::io("read cached block of", format!("{}/{name}", self.url))(e)
+                        })?;
                     }
-                    out.extend_from_slice(&block[from..to]);
-                    at = b * BLOCK + to as u64;
+                    at = b * BLOCK + to;
                 }
-                Bytes::from(out)
+                Ok(Bytes::from(out))
             })
-            .collect())
+            .collect()
     }
 
     fn remote(&self, source: object_store::Error) -> Error {
