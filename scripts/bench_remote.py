@@ -9,19 +9,16 @@ random 12 KiB records, cold (no cache) and warm (a disk cache filled by one pass
 ranged-GET ceiling at the same concurrency, in requests/s.
 """
 
-import http.client
-import http.server
-import os
 import socket
-import socketserver
 import subprocess
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+
+from http_proxy import Proxy
 
 RECORDS = 5000
 RECORD = 12 << 10
@@ -33,48 +30,6 @@ def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _delay_proxy(upstream, delay):
-    """An HTTP proxy on 127.0.0.1 that waits ``delay`` seconds before forwarding each request."""
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args):
-            pass
-
-        def _forward(self, body_in):
-            time.sleep(delay)
-            conn = http.client.HTTPConnection(upstream, timeout=60)
-            conn.request(self.command, self.path, body=body_in, headers=dict(self.headers.items()))
-            resp = conn.getresponse()
-            body = resp.read()
-            self.send_response(resp.status)
-            for k, v in resp.getheaders():
-                if k.lower() not in ("connection", "transfer-encoding", "server", "date"):
-                    self.send_header(k, v)
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
-            conn.close()
-
-        def do_GET(self):
-            self._forward(None)
-
-        def do_HEAD(self):
-            self._forward(None)
-
-        def do_PUT(self):
-            n = int(self.headers.get("Content-Length", 0))
-            self._forward(self.rfile.read(n))
-
-    class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-        daemon_threads = True
-
-    server = Server(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}"
 
 
 def trimmed_files(store):
@@ -140,7 +95,8 @@ def section_remote(args, work):
         mib = BATCH * RECORD / MiB
         print(f"{'local store':<34}{local_bps:>12.1f}{local_bps * mib:>10.1f}{1:>9.2f}")
         for delay_ms in (0, 5, 50):
-            proxy, url = _delay_proxy(endpoint.removeprefix("http://"), delay_ms / 1000)
+            proxy = Proxy(endpoint, delay=delay_ms / 1000)
+            url = proxy.url
             opts = {"aws_endpoint": url, "aws_allow_http": "true", "aws_access_key_id": "bench",
                     "aws_secret_access_key": "bench", "aws_region": "us-east-1"}
             cold = Zrecord("s3://bench/store", storage_options=opts)
@@ -163,7 +119,7 @@ def section_remote(args, work):
             for name, bps in ((f"s3 +{delay_ms} ms cold", cold_bps), (f"s3 +{delay_ms} ms warm cache", warm_bps)):
                 print(f"{name:<34}{bps:>12.1f}{bps * mib:>10.1f}{bps / local_bps:>9.2f}")
             print(f"{f'ceiling +{delay_ms} ms (GETs/s, 10 at once)':<34}{ceiling:>12.1f}")
-            proxy.shutdown()
+            proxy.close()
     finally:
         moto.terminate()
         moto.wait(timeout=10)

@@ -463,13 +463,10 @@ impl RemoteStore {
         let mut report = crate::VerifyReport::default();
         let read = |indices: &[u64]| -> Result<()> {
             let lens = self.lengths(indices)?;
-            let mut offsets = Vec::with_capacity(lens.len());
-            let mut size = 0u64;
-            for &n in &lens {
-                offsets.push(size);
-                size += u64::from(n);
-            }
-            self.gather(indices, &mut vec![0u8; size as usize], &offsets)
+            let ends: Vec<u64> =
+                lens.iter().scan(0u64, |at, &n| Some(*at + u64::from(n)).inspect(|&e| *at = e)).collect();
+            let starts: Vec<u64> = std::iter::once(0).chain(ends.iter().copied()).take(lens.len()).collect();
+            self.gather(indices, &mut vec![0u8; ends.last().map_or(0, |&e| e as usize)], &starts)
         };
         let mut start = 0;
         while start < total {

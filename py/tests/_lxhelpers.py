@@ -229,3 +229,37 @@ def spawn_read(blob):
         "z": dst.tobytes(),
         "sampler": [sampler.next() for _ in range(3)],
     }
+
+
+def fixture_names():
+    """The reference fixtures that hold a store."""
+    return sorted(e.name for e in FIXTURES.iterdir() if (e / "store" / "meta.zr").is_file())
+
+
+def assert_reads_like_local(local, remote, seed):
+    """``remote`` (a Zrecord opened by URL) holds what ``local`` holds: length, stats, and the
+    bytes and lengths of up to 300 records in a random order."""
+    import numpy as np
+
+    assert remote._s.remote and len(remote) == len(local)
+    n = len(local)
+    if n == 0:
+        return
+    idxs = np.random.default_rng(seed).permutation(n)[: min(n, 300)]
+    lens = local.lengths(idxs)
+    assert remote.lengths(idxs).tolist() == lens.tolist()
+    offs = np.concatenate([[0], np.cumsum(lens.astype(np.uint64))[:-1]]).astype(np.uint64)
+    a, b = np.empty(int(lens.sum()), np.uint8), np.full(int(lens.sum()), 0xAB, np.uint8)
+    local.gather(idxs, a, offs)
+    remote.gather(idxs, b, offs)
+    assert np.array_equal(a, b)
+    assert remote.stats() == local.stats() and remote.has_dict() == local.has_dict()
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 nothing listens on (for a server a test starts)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

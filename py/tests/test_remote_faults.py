@@ -3,11 +3,9 @@ nginx serving the fixtures): 500 and 503 answers, dropped connections, short bod
 delay. A read either retries and returns the right bytes, or fails with a typed error (an
 OSError naming the URL) within its deadline. Never a wrong byte, never a hang."""
 
-import http.client as httpclient
-import http.server as httpserver
-import socketserver
-import threading
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,83 +14,19 @@ from _lxhelpers import FIXTURES
 from test_remote_http import http  # noqa: F401  (the nginx fixture)
 
 from loaderx import errors
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+from http_proxy import Proxy  # noqa: E402
 from loaderx.zrecord import Zrecord
 
 NAME = "u8img_zstd"
 
 
-class _Faults:
-    """What the next requests meet: a list of actions, consumed one per request."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.plan = []
-        self.seen = 0
-
-    def next(self):
-        with self.lock:
-            self.seen += 1
-            return self.plan.pop(0) if self.plan else "pass"
-
-
 @pytest.fixture(scope="module")
 def proxy(http):  # noqa: F811
-    upstream = http.removeprefix("http://")
-    faults = _Faults()
-
-    class Handler(httpserver.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args):
-            pass
-
-        def _forward(self, head_only):
-            action = faults.next()
-            if action == "drop":
-                self.close_connection = True
-                self.connection.close()
-                return
-            if action in ("500", "503"):
-                body = b"injected"
-                self.send_response(int(action))
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                return
-            if action.startswith("delay:"):
-                time.sleep(float(action.split(":")[1]))
-            conn = httpclient.HTTPConnection(upstream, timeout=30)
-            headers = {k: v for k, v in self.headers.items() if k.lower() in ("range", "if-match", "if-none-match")}
-            conn.request(self.command, self.path, headers=headers)
-            resp = conn.getresponse()
-            body = resp.read()
-            self.send_response(resp.status)
-            for k, v in resp.getheaders():
-                if k.lower() not in ("connection", "transfer-encoding", "server", "date"):
-                    self.send_header(k, v)
-            self.end_headers()
-            if head_only:
-                return
-            if action == "short" and len(body) > 1:
-                self.wfile.write(body[: len(body) // 2])
-                self.close_connection = True
-                self.connection.close()
-                return
-            self.wfile.write(body)
-
-        def do_GET(self):
-            self._forward(False)
-
-        def do_HEAD(self):
-            self._forward(True)
-
-    class Server(socketserver.ThreadingMixIn, httpserver.HTTPServer):
-        daemon_threads = True
-
-    server = Server(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", faults
-    server.shutdown()
+    p = Proxy(http)
+    yield p.url, p
+    p.close()
 
 
 def _expected(n):

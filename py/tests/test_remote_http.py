@@ -2,7 +2,6 @@
 127.0.0.1 with its own config): every reference fixture reads identically by URL."""
 
 import shutil
-import socket
 import subprocess
 import time
 import urllib.request
@@ -11,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from _lxhelpers import FIXTURES
+from _lxhelpers import FIXTURES, assert_reads_like_local, fixture_names, free_port
 
 from loaderx import errors
 from loaderx.dataset import DenseDataset
@@ -20,18 +19,12 @@ from loaderx.zrecord import Zrecord
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def http(tmp_path_factory):
     if NGINX is None:
         pytest.skip("nginx is not installed (scripts/setup.sh installs nginx-light)")
     root = tmp_path_factory.mktemp("nginx")
-    port = _free_port()
+    port = free_port()
     for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
         (root / sub).mkdir()
     (root / "nginx.conf").write_text(
@@ -68,27 +61,10 @@ http {{
         proc.wait(timeout=10)
 
 
-def _fixtures():
-    return sorted(e.name for e in FIXTURES.iterdir() if (e / "store" / "meta.zr").is_file())
-
-
-@pytest.mark.parametrize("name", _fixtures())
+@pytest.mark.parametrize("name", fixture_names())
 def test_every_fixture_reads_identically_over_http(http, name):
     local = Zrecord._existing(FIXTURES / name / "store")
-    remote = Zrecord(f"{http}/{name}/store")
-    assert remote._s.remote and len(remote) == len(local)
-    n = len(local)
-    if n == 0:
-        return
-    idxs = np.random.default_rng(1).permutation(n)[: min(n, 300)]
-    lens = local.lengths(idxs)
-    assert remote.lengths(idxs).tolist() == lens.tolist()
-    offs = np.concatenate([[0], np.cumsum(lens.astype(np.uint64))[:-1]]).astype(np.uint64)
-    a, b = np.empty(int(lens.sum()), np.uint8), np.full(int(lens.sum()), 0xAB, np.uint8)
-    local.gather(idxs, a, offs)
-    remote.gather(idxs, b, offs)
-    assert np.array_equal(a, b)
-    assert remote.stats() == local.stats()
+    assert_reads_like_local(local, Zrecord(f"{http}/{name}/store"), seed=1)
 
 
 def test_dense_dataset_over_http_and_a_missing_store(http):

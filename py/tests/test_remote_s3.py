@@ -4,7 +4,6 @@ a prefix that is not a store and a missing bucket are typed errors that name the
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from _lxhelpers import FIXTURES
+from _lxhelpers import FIXTURES, assert_reads_like_local, fixture_names, free_port
 
 boto3 = pytest.importorskip("boto3", reason="boto3 and moto[server] are installed by scripts/setup.sh")
 
@@ -24,18 +23,12 @@ from loaderx.zrecord import Zrecord  # noqa: E402
 BUCKET = "stores"
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     server = Path(sys.executable).with_name("moto_server")
     if not server.exists():
         pytest.skip("moto_server is not installed")
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([str(server), "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     endpoint = f"http://127.0.0.1:{port}"
     env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
@@ -65,29 +58,10 @@ def s3(tmp_path_factory):
                 os.environ[k] = v
 
 
-def _fixtures():
-    return sorted(e.name for e in FIXTURES.iterdir() if (e / "store" / "meta.zr").is_file())
-
-
-@pytest.mark.parametrize("name", _fixtures())
+@pytest.mark.parametrize("name", fixture_names())
 def test_every_fixture_reads_identically_by_url(s3, name):
     local = Zrecord._existing(FIXTURES / name / "store")
-    remote = Zrecord(f"s3://{BUCKET}/fixtures/{name}")
-    assert remote._s.remote and len(remote) == len(local)
-    n = len(local)
-    if n == 0:
-        return
-    rng = np.random.default_rng(0)
-    idxs = rng.permutation(n)[: min(n, 300)]
-    lens = local.lengths(idxs)
-    assert remote.lengths(idxs).tolist() == lens.tolist()
-    offs = np.concatenate([[0], np.cumsum(lens.astype(np.uint64))[:-1]]).astype(np.uint64)
-    a = np.empty(int(lens.sum()), np.uint8)
-    b = np.full_like(a, 0xAB)
-    local.gather(idxs, a, offs)
-    remote.gather(idxs, b, offs)
-    assert np.array_equal(a, b)
-    assert remote.stats() == local.stats() and remote.has_dict() == local.has_dict()
+    assert_reads_like_local(local, Zrecord(f"s3://{BUCKET}/fixtures/{name}"), seed=0)
 
 
 def test_datasets_open_by_url(s3):

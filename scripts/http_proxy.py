@@ -1,0 +1,82 @@
+"""A small HTTP proxy on 127.0.0.1 for remote-store tests and benchmarks: it forwards each
+request to an upstream server, after an optional per-request action taken from a plan:
+
+* ``"pass"``: forward as is;
+* ``"delay:S"``: wait S seconds, then forward;
+* ``"500"`` / ``"503"``: answer that status without forwarding;
+* ``"drop"``: close the connection without an answer;
+* ``"short"``: forward, then send only half of the body and close.
+
+``Proxy.plan`` is consumed one action per request; ``Proxy.delay`` is added to every request.
+"""
+
+import http.client
+import http.server
+import socketserver
+import threading
+import time
+
+
+class Proxy:
+    def __init__(self, upstream, delay=0.0):
+        self.upstream = upstream.removeprefix("http://")
+        self.delay = delay
+        self.plan = []
+        self._lock = threading.Lock()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _forward(self):
+                action = proxy._next()
+                if action == "drop":
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                if action in ("500", "503"):
+                    self.send_response(int(action))
+                    self.send_header("Content-Length", "8")
+                    self.end_headers()
+                    self.wfile.write(b"injected")
+                    return
+                time.sleep(proxy.delay + (float(action.split(":")[1]) if action.startswith("delay:") else 0))
+                n = int(self.headers.get("Content-Length", 0) or 0)
+                body_in = self.rfile.read(n) if n else None
+                conn = http.client.HTTPConnection(proxy.upstream, timeout=60)
+                conn.request(self.command, self.path, body=body_in, headers=dict(self.headers.items()))
+                resp = conn.getresponse()
+                body = resp.read()
+                conn.close()
+                self.send_response(resp.status)
+                for k, v in resp.getheaders():
+                    if k.lower() not in ("connection", "transfer-encoding", "server", "date"):
+                        self.send_header(k, v)
+                self.end_headers()
+                if self.command == "HEAD":
+                    return
+                if action == "short" and len(body) > 1:
+                    self.wfile.write(body[: len(body) // 2])
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                self.wfile.write(body)
+
+            do_GET = do_HEAD = do_PUT = _forward
+
+        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+            daemon_threads = True
+
+        self._server = Server(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def _next(self):
+        with self._lock:
+            return self.plan.pop(0) if self.plan else "pass"
+
+    def close(self):
+        self._server.shutdown()
