@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from http_proxy import Proxy
+from store_files import trimmed_files
 
 RECORDS = 5000
 RECORD = 12 << 10
@@ -30,23 +31,6 @@ def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def trimmed_files(store):
-    """(name, bytes) of a local store's files cut to their used length: local files are sparse
-    and full-size (a 4 GiB chunk, a 256 MiB table), and the format reads trimmed ones the same."""
-    import struct
-
-    meta = (Path(store) / "meta.zr").read_bytes()[:16]
-    _magic, _version, tail_chunk, tail_offset, length = struct.unpack("<4sHHII", meta)
-    with open(Path(store) / "meta.zr", "rb") as f:
-        yield "meta.zr", f.read(16 + 16 * length)
-    for cid in range(tail_chunk + 1):
-        with open(Path(store) / f"{cid}.zr", "rb") as f:
-            yield f"{cid}.zr", f.read(tail_offset if cid == tail_chunk else 1 << 32)
-    for name in ("schema.msgpack", "dict.zr"):
-        if (Path(store) / name).is_file():
-            yield name, (Path(store) / name).read_bytes()
 
 
 def section_remote(args, work):

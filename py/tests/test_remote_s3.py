@@ -258,9 +258,12 @@ def test_the_readme_s3_block_runs(s3, tmp_path):
     rng = np.random.default_rng(0)
     from_numpy(tmp_path / "images", rng.integers(0, 255, (600, 8, 8), dtype=np.uint8))
     from_numpy(tmp_path / "labels", np.arange(600) % 10)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+    from store_files import trimmed_files
+
     for name in ("images", "labels"):
-        for f in (tmp_path / name).iterdir():
-            s3.upload_file(str(f), "my-bucket", f"datasets/{name}/{f.name}")
+        for f, body in trimmed_files(tmp_path / name):
+            s3.put_object(Bucket="my-bucket", Key=f"datasets/{name}/{f}", Body=body)
     code = blocks[0].replace("/tmp/loaderx-cache", str(tmp_path / "cache"))
     p = subprocess.run([sys.executable, "-c", code + "\nassert batch['data'].shape == (256, 8, 8)\nloader.close()\n"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
