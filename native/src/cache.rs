@@ -13,6 +13,8 @@
 //!   the entry's modification time). Several processes may evict at once; removing a file another
 //!   process is reading is harmless on unix (the open file stays readable).
 //! * No shared memory and no lock files: nothing is left behind by a crash but temporary files.
+//! * An entry is never written in place after its rename, so a reader may map it: the mapped
+//!   bytes stay those of the entry even if another process evicts (unlinks) it meanwhile.
 
 use std::fs;
 use std::io::Write;
@@ -20,6 +22,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
+use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
 use crate::opened::CacheConfig;
@@ -52,11 +55,6 @@ impl ObjectKey {
 
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Fills `buf` from `file` at `offset`.
-pub(crate) fn read_at(file: &fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    crate::io::read_exact_at(file, buf, offset, std::path::Path::new("cache")).map_err(std::io::Error::other)
-}
-
 impl DiskCache {
     pub(crate) fn new(config: CacheConfig) -> std::io::Result<DiskCache> {
         fs::create_dir_all(&config.dir)?;
@@ -77,13 +75,21 @@ impl DiskCache {
         Some(file)
     }
 
-    /// Bytes `range` of a cached block (whole: `len` bytes), or None when it is not cached.
-    #[cfg(test)]
-    pub(crate) fn get(&self, key: &ObjectKey, block: u64, len: u64) -> Option<Vec<u8>> {
+    /// A cached block (whole: `len` bytes), mapped, or None when it is not cached.
+    pub(crate) fn map(&self, key: &ObjectKey, block: u64, len: u64) -> Option<Bytes> {
         let file = self.open(key, block, len)?;
-        let mut buf = vec![0u8; len as usize];
-        read_at(&file, &mut buf, 0).ok()?;
-        Some(buf)
+        if len == 0 {
+            return Some(Bytes::new());
+        }
+        let map = crate::map::cache_block(&file, len).ok()?;
+        (map.len() as u64 == len).then(|| Bytes::from_owner(map))
+    }
+
+    /// Marks a block as recently used (for a block held mapped across calls).
+    pub(crate) fn touch(&self, key: &ObjectKey, block: u64) {
+        if let Ok(file) = fs::File::options().write(true).open(self.path(key, block)) {
+            let _ = file.set_modified(SystemTime::now());
+        }
     }
 
     /// Stores a block (atomically), then keeps the bound. Failures are not errors: the cache
@@ -162,17 +168,17 @@ mod tests {
         let a = ObjectKey::new("s3://b/s/0.zr", Some("e1"), 1000);
         let changed = ObjectKey::new("s3://b/s/0.zr", Some("e2"), 1000);
         cache.put(&a, 0, &[1; 100]);
-        assert_eq!(cache.get(&a, 0, 100), Some(vec![1; 100]));
-        assert_eq!(cache.get(&a, 0, 99), None, "a block of another length is absent");
-        assert_eq!(cache.get(&changed, 0, 100), None, "a new version is a new key");
+        assert_eq!(cache.map(&a, 0, 100), Some(Bytes::from(vec![1u8; 100])));
+        assert_eq!(cache.map(&a, 0, 99), None, "a block of another length is absent");
+        assert_eq!(cache.map(&changed, 0, 100), None, "a new version is a new key");
         std::thread::sleep(Duration::from_millis(20));
         cache.put(&a, 1, &[2; 100]);
         std::thread::sleep(Duration::from_millis(20));
-        assert!(cache.get(&a, 0, 100).is_some()); // block 0 is now the most recently used
+        assert!(cache.map(&a, 0, 100).is_some()); // block 0 is now the most recently used
         std::thread::sleep(Duration::from_millis(20));
         cache.put(&a, 2, &[3; 100]);
         assert!(DiskCache::used_bytes(dir.path()) <= 250);
-        assert!(cache.get(&a, 1, 100).is_none(), "the least recently used block went first");
-        assert!(cache.get(&a, 0, 100).is_some() && cache.get(&a, 2, 100).is_some());
+        assert!(cache.map(&a, 1, 100).is_none(), "the least recently used block went first");
+        assert!(cache.map(&a, 0, 100).is_some() && cache.map(&a, 2, 100).is_some());
     }
 }

@@ -16,6 +16,9 @@
 //! * Chunk mappings are read-only. Records below the published length are immutable until a
 //!   delete or compact, which run with exclusive access.
 //!
+//! * Cache blocks (`cache.rs`) are mapped read-only whole; a block file is never written after it
+//!   is renamed into place, so its bytes never change while mapped.
+//!
 //! What this module cannot prevent: another process truncating a mapped file under us. That is
 //! outside the store's contract (only loaderx writers touch a store, and they never shrink files).
 #![allow(unsafe_code)]
@@ -163,4 +166,15 @@ impl ChunkMap {
         let end = usize::try_from(offset.checked_add(len)?).ok()?;
         map.get(start..end)
     }
+}
+
+/// A read-only mapping of a whole remote-cache block file (`cache.rs`), exactly `len` bytes.
+#[cfg(feature = "remote")]
+pub(crate) fn cache_block(file: &File, len: u64) -> std::io::Result<Mmap> {
+    let len = usize::try_from(len).map_err(std::io::Error::other)?;
+    // SAFETY: the mapping is read-only and `len` is the file's size, checked by the caller just
+    // before. Cache entries are immutable once renamed into place (only a new file replaces an
+    // entry, by rename, and nothing truncates one), and an entry unlinked by eviction stays
+    // readable while mapped, so the slice never changes or disappears under us.
+    unsafe { MmapOptions::new().len(len).map(file) }
 }

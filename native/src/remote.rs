@@ -20,13 +20,15 @@
 //!   timeout, so nothing waits forever.
 
 use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use loaderx_core::format::RecordLoc;
 
 use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
 use loaderx_core::codec::{Decoder, Dictionary};
 use loaderx_core::format::{Header, HEADER_SIZE, MAX_CHUNKS};
 use loaderx_core::read::{self, GatherPlan, PlanRules, TableCache};
@@ -44,6 +46,12 @@ use crate::opened::RemoteOptions;
 const MAX_OUT: u64 = 4 << 30;
 /// Chunk ranges closer than this are read in one request.
 const MAX_GAP: u64 = 64 << 10;
+/// Cache blocks held mapped per store; past this the set is dropped and mapped again on use.
+const MAX_MAPPED: usize = 256;
+/// A block held mapped is marked recently used in the cache at most this often.
+const TOUCH_EVERY: Duration = Duration::from_secs(10);
+/// Whole-block requests in flight at once.
+const MAX_FETCHES: usize = 16;
 
 /// The process's async runtime, made again in a child after `fork()`.
 fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
@@ -89,6 +97,9 @@ pub struct RemoteStore {
     table: Mutex<TableCache>,
     /// Blocks of chunk files on local disk, when a cache directory was given.
     cache: Option<DiskCache>,
+    /// Cache blocks mapped by earlier calls, by (chunk, block), with when each was last
+    /// marked used.
+    mapped: Mutex<HashMap<(u16, u64), (Bytes, Instant)>>,
 }
 
 impl RemoteStore {
@@ -194,6 +205,7 @@ impl RemoteStore {
             etags,
             table: Mutex::new(TableCache::new(u64::from(header.length))),
             cache: None,
+            mapped: Mutex::new(HashMap::new()),
         })
     }
 
@@ -279,69 +291,112 @@ impl RemoteStore {
         object_store::coalesce_ranges(ranges, fetch, MAX_GAP).await.map_err(|e| self.remote(e))
     }
 
-    /// Byte ranges of chunk `chunk` through the disk cache: the [`BLOCK`]s they touch that are
-    /// not cached are fetched whole (concurrently, pinned to the version seen at open) and
-    /// stored; then each range is cut from its blocks, reading only its own bytes from disk.
-    async fn cached_ranges(
-        &self,
-        cache: &DiskCache,
-        chunk: u16,
-        name: &str,
-        ranges: &[Range<u64>],
-    ) -> Result<Vec<Bytes>> {
-        let size = self.chunk_lens.get(usize::from(chunk)).copied().flatten().unwrap_or(0);
-        let etag = self.etags.get(name).cloned().flatten();
-        let key = ObjectKey::new(&format!("{}/{name}", self.url), etag.as_deref(), size);
-        let block_len = |b: u64| BLOCK.min(size.saturating_sub(b * BLOCK));
+    /// A plan's ranges through the disk cache. Each range is cut from the [`BLOCK`]s of its
+    /// chunk file, mapped from the cache (zero-copy unless a range spans two blocks); blocks
+    /// not cached are fetched whole first (one round of concurrent requests, each pinned to
+    /// the version seen at open) and stored. Blocks stay mapped across calls, up to
+    /// [`MAX_MAPPED`] of them.
+    fn fetch_cached(&self, cache: &DiskCache, plan: &GatherPlan) -> Result<Vec<Bytes>> {
+        let size = |chunk: u16| self.chunk_lens.get(usize::from(chunk)).copied().flatten().unwrap_or(0);
+        let block_len = |chunk: u16, b: u64| BLOCK.min(size(chunk).saturating_sub(b * BLOCK));
         // Reads past the object's end come back short, as a direct read would.
-        let clipped: Vec<Range<u64>> = ranges.iter().map(|r| r.start.min(size)..r.end.min(size)).collect();
-        let mut files: BTreeMap<u64, std::fs::File> = BTreeMap::new();
-        let mut missing = Vec::new();
-        for r in clipped.iter().filter(|r| r.end > r.start) {
-            for b in r.start / BLOCK..=(r.end - 1) / BLOCK {
-                if files.contains_key(&b) || missing.contains(&b) {
-                    continue;
-                }
-                match cache.open(&key, b, block_len(b)) {
-                    Some(file) => {
-                        files.insert(b, file);
-                    }
-                    None => missing.push(b),
-                }
-            }
-        }
-        let mut fetched: BTreeMap<u64, Bytes> = BTreeMap::new();
-        if !missing.is_empty() {
-            let wanted: Vec<Range<u64>> =
-                missing.iter().map(|&b| b * BLOCK..b * BLOCK + block_len(b)).collect();
-            for (&b, bytes) in missing.iter().zip(self.ranges(name, &wanted).await?) {
-                cache.put(&key, b, &bytes);
-                fetched.insert(b, bytes);
-            }
-        }
-        clipped
+        let clipped: Vec<(u16, Range<u64>)> = plan
+            .ranges
             .iter()
-            .map(|r| {
-                let mut out = vec![0u8; (r.end - r.start) as usize];
-                let mut at = r.start;
-                while at < r.end {
-                    let b = at / BLOCK;
-                    let (from, to) = (at - b * BLOCK, (r.end - b * BLOCK).min(block_len(b)));
-                    let dst = &mut out[(at - r.start) as usize..(at - r.start + to - from) as usize];
-                    if let Some(bytes) = fetched.get(&b) {
-                        dst.copy_from_slice(&bytes[from as usize..to as usize]);
-                    } else {
-                        // Every block a range touches was either cached or fetched above.
-                        let file = files.get(&b).ok_or_else(|| std::io::Error::other("cache block missing"));
-                        file.and_then(|f| crate::cache::read_at(f, dst, from)).map_err(|e| {
-                            Error::io("read cached block of", format!("{}/{name}", self.url))(e)
-                        })?;
+            .map(|r| (r.chunk, r.start.min(size(r.chunk))..r.end.min(size(r.chunk))))
+            .collect();
+        let mut blocks: BTreeMap<(u16, u64), Bytes> = BTreeMap::new();
+        let mut missing = Vec::new();
+        {
+            let mut mapped = self.mapped.lock().unwrap_or_else(|e| e.into_inner());
+            for (chunk, r) in clipped.iter().filter(|(_, r)| r.end > r.start) {
+                for b in r.start / BLOCK..=(r.end - 1) / BLOCK {
+                    let id = (*chunk, b);
+                    if blocks.contains_key(&id) || missing.contains(&id) {
+                        continue;
                     }
-                    at = b * BLOCK + to;
+                    let key = self.key(*chunk);
+                    if let Some((bytes, touched)) = mapped.get_mut(&id) {
+                        if touched.elapsed() > TOUCH_EVERY {
+                            cache.touch(&key, b);
+                            *touched = Instant::now();
+                        }
+                        blocks.insert(id, bytes.clone());
+                    } else if let Some(bytes) = cache.map(&key, b, block_len(*chunk, b)) {
+                        if mapped.len() >= MAX_MAPPED {
+                            mapped.clear();
+                        }
+                        mapped.insert(id, (bytes.clone(), Instant::now()));
+                        blocks.insert(id, bytes);
+                    } else {
+                        missing.push(id);
+                    }
                 }
-                Ok(Bytes::from(out))
+            }
+        }
+        if !missing.is_empty() {
+            let fetch = missing.iter().map(|&(chunk, b)| {
+                let start = b * BLOCK;
+                self.get_range(chunk, start..start + block_len(chunk, b))
+            });
+            let got =
+                self.block(futures::stream::iter(fetch).buffered(MAX_FETCHES).try_collect::<Vec<_>>())?;
+            let mut mapped = self.mapped.lock().unwrap_or_else(|e| e.into_inner());
+            for (&(chunk, b), bytes) in missing.iter().zip(got) {
+                let key = self.key(chunk);
+                cache.put(&key, b, &bytes);
+                // Served from the page cache from now on; the fetched copy if storing failed.
+                let bytes = match cache.map(&key, b, bytes.len() as u64) {
+                    Some(m) => {
+                        if mapped.len() >= MAX_MAPPED {
+                            mapped.clear();
+                        }
+                        mapped.insert((chunk, b), (m.clone(), Instant::now()));
+                        m
+                    }
+                    None => bytes,
+                };
+                blocks.insert((chunk, b), bytes);
+            }
+        }
+        Ok(clipped
+            .iter()
+            .map(|(chunk, r)| {
+                if r.end <= r.start {
+                    return Bytes::new();
+                }
+                let (first, last) = (r.start / BLOCK, (r.end - 1) / BLOCK);
+                let cut = |b: u64, from: u64, to: u64| {
+                    blocks[&(*chunk, b)].slice((from - b * BLOCK) as usize..(to - b * BLOCK) as usize)
+                };
+                if first == last {
+                    return cut(first, r.start, r.end);
+                }
+                let mut out = Vec::with_capacity((r.end - r.start) as usize);
+                for b in first..=last {
+                    out.extend_from_slice(&cut(b, r.start.max(b * BLOCK), r.end.min((b + 1) * BLOCK)));
+                }
+                Bytes::from(out)
             })
-            .collect()
+            .collect())
+    }
+
+    /// The cache identity of chunk file `chunk`.
+    fn key(&self, chunk: u16) -> ObjectKey {
+        let name = format!("{chunk}.zr");
+        let size = self.chunk_lens.get(usize::from(chunk)).copied().flatten().unwrap_or(0);
+        let etag = self.etags.get(&name).cloned().flatten();
+        ObjectKey::new(&format!("{}/{name}", self.url), etag.as_deref(), size)
+    }
+
+    /// One byte range of chunk file `chunk`, of the version seen at open.
+    async fn get_range(&self, chunk: u16, range: Range<u64>) -> Result<Bytes> {
+        let name = format!("{chunk}.zr");
+        let path = self.prefix.clone().join(name.as_str());
+        let if_match = self.etags.get(&name).cloned().flatten();
+        let options = GetOptions { range: Some(range.into()), if_match, ..Default::default() };
+        let got = async { self.store.get_opts(&path, options).await?.bytes().await };
+        got.await.map_err(|e| self.remote(e))
     }
 
     fn remote(&self, source: object_store::Error) -> Error {
@@ -365,13 +420,18 @@ impl RemoteStore {
     /// Plans `indices` (entries checked against the limits and the chunk sizes).
     fn plan(&self, indices: &[u64]) -> Result<GatherPlan> {
         let entries = self.located(indices)?;
-        let rules =
-            PlanRules { chunk_lens: &self.chunk_lens, typed: None, max_gap: MAX_GAP, max_out: MAX_OUT };
+        // Through the cache nothing is read twice, so records are not merged across gaps.
+        let max_gap = if self.cache.is_some() { 0 } else { MAX_GAP };
+        let rules = PlanRules { chunk_lens: &self.chunk_lens, typed: None, max_gap, max_out: MAX_OUT };
         read::plan_gather(&entries, &rules, false).map_err(|e| self.classified(e))
     }
 
-    /// Fetches a plan's ranges: per chunk, merged and concurrent.
+    /// Fetches a plan's ranges: through the disk cache when there is one, otherwise per chunk,
+    /// merged and concurrent.
     fn fetch(&self, plan: &GatherPlan) -> Result<Vec<Bytes>> {
+        if let Some(cache) = &self.cache {
+            return self.fetch_cached(cache, plan);
+        }
         let mut by_chunk: BTreeMap<u16, Vec<(usize, Range<u64>)>> = BTreeMap::new();
         for (k, r) in plan.ranges.iter().enumerate() {
             by_chunk.entry(r.chunk).or_default().push((k, r.start..r.end));
@@ -380,10 +440,7 @@ impl RemoteStore {
             let name = format!("{chunk}.zr");
             async move {
                 let wanted: Vec<Range<u64>> = ranges.iter().map(|(_, r)| r.clone()).collect();
-                let got = match &self.cache {
-                    Some(cache) => self.cached_ranges(cache, chunk, &name, &wanted).await?,
-                    None => self.ranges(&name, &wanted).await?,
-                };
+                let got = self.ranges(&name, &wanted).await?;
                 Ok::<_, Error>(ranges.into_iter().map(|(k, _)| k).zip(got).collect::<Vec<_>>())
             }
         });
