@@ -133,8 +133,8 @@ bench-py: setup py-build
 ## use (about 5 GB with its CUDA wheels).
 .PHONY: bench-transform
 bench-transform: setup py-build
-	@$(CURDIR)/.venv-bench/bin/python -c "import torch, numpy" 2>/dev/null || \
-	  { python3 -m venv $(CURDIR)/.venv-bench && $(CURDIR)/.venv-bench/bin/pip install -q torch numpy; }
+	@$(CURDIR)/.venv-bench/bin/python -c "import torch, numpy, streaming, litdata, boto3" 2>/dev/null || \
+	  { python3 -m venv $(CURDIR)/.venv-bench && $(CURDIR)/.venv-bench/bin/pip install -q torch numpy mosaicml-streaming litdata boto3; }
 	$(PY) scripts/bench.py transform
 
 ## tests/fixtures matches its committed manifest (tests/fixtures/MANIFEST.sha256): fails on any

@@ -37,38 +37,47 @@ def _litdata_item(i):
     return {"idx": int(i), "data": _DATA[i].tobytes()}
 
 
+def _collate(samples):
+    """The same batch shape from both libraries: index list and a list of ``bytes`` (LitData hands
+    out memoryviews, which torch's default collate would split byte by byte and cannot pickle)."""
+    return {"idx": [int(s["idx"]) for s in samples], "data": [bytes(s["data"]) for s in samples]}
+
+
 def _env(args):
     os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-east-1",
                       AWS_DEFAULT_REGION="us-east-1", S3_ENDPOINT_URL=args.read_endpoint)
 
 
-def upload(args, data):
+def upload(lib, args, data):
+    """Writes the records in ``lib``'s own format under --work and uploads them to s3://BUCKET/PREFIX/."""
     global _DATA
     import boto3
-    from litdata import optimize
-    from streaming import MDSWriter
 
-    work = Path(args.work)
-    mds, lit = work / "mds", work / "litdata"
-    for d in (mds, lit):
-        shutil.rmtree(d, ignore_errors=True)
-    with MDSWriter(out=str(mds), columns={"data": "bytes", "idx": "int"}) as w:
-        for i in range(len(data)):
-            w.write({"data": data[i].tobytes(), "idx": i})
-    _DATA = data
-    optimize(fn=_litdata_item, inputs=list(range(len(data))), output_dir=str(lit), chunk_bytes="64MB",
-             num_workers=1, start_method="fork", verbose=False)
+    prefix = {"streaming": "mds", "litdata": "litdata"}[lib]
+    root = Path(args.work) / prefix
+    shutil.rmtree(root, ignore_errors=True)
+    if lib == "streaming":
+        from streaming import MDSWriter
+        with MDSWriter(out=str(root), columns={"data": "bytes", "idx": "int"}) as w:  # 64 MiB shards
+            for i in range(len(data)):
+                w.write({"data": data[i].tobytes(), "idx": i})
+    else:
+        from litdata import optimize
+        _DATA = data
+        optimize(fn=_litdata_item, inputs=list(range(len(data))), output_dir=str(root), chunk_bytes="64MB",
+                 num_workers=1, start_method="fork", verbose=False)
     s3 = boto3.client("s3", endpoint_url=args.endpoint)
-    for prefix, root in (("mds", mds), ("litdata", lit)):
-        for f in sorted(root.rglob("*")):
-            if f.is_file():
-                s3.upload_file(str(f), args.bucket, f"{prefix}/{f.relative_to(root).as_posix()}")
+    for f in sorted(root.rglob("*")):
+        if f.is_file():
+            s3.upload_file(str(f), args.bucket, f"{prefix}/{f.relative_to(root).as_posix()}")
 
 
-def _dataset(lib, args, cache):
+def _dataset_factory(lib, args):
+    """Imports the library (outside the timing) and returns ``cache dir -> dataset``."""
     if lib == "streaming":
         from streaming import StreamingDataset
-        return StreamingDataset(remote=f"s3://{args.bucket}/mds", local=cache, shuffle=True, batch_size=args.batch)
+        return lambda cache: StreamingDataset(remote=f"s3://{args.bucket}/mds", local=cache, shuffle=True,
+                                              batch_size=args.batch)
     from litdata import StreamingDataset
     from litdata.streaming import downloader
     # LitData fetches chunks with obstore and passes it fixed client options, which drops the
@@ -76,19 +85,22 @@ def _dataset(lib, args, cache):
     downloader._OBSTORE_CLIENT_OPTIONS["allow_http"] = True
     opts = {"endpoint_url": args.read_endpoint, "aws_access_key_id": "bench",
             "aws_secret_access_key": "bench", "region_name": "us-east-1"}
-    return StreamingDataset(f"s3://{args.bucket}/litdata", cache_dir=cache, shuffle=True, storage_options=opts)
+    return lambda cache: StreamingDataset(f"s3://{args.bucket}/litdata", cache_dir=cache, shuffle=True,
+                                          storage_options=opts)
 
 
 def read_epoch(lib, args, data):
     from torch.utils.data import DataLoader
 
+    make = _dataset_factory(lib, args)
     cache = tempfile.mkdtemp(prefix=f"cache-{lib}-", dir=args.work)
     try:
         t = time.perf_counter()
-        loader = DataLoader(_dataset(lib, args, cache), batch_size=args.batch, num_workers=args.workers)
+        loader = DataLoader(make(cache), batch_size=args.batch, num_workers=args.workers,
+                            collate_fn=_collate)
         samples, exact, seen = 0, True, set()
         for batch in loader:
-            for i, b in zip(batch["idx"].tolist(), batch["data"]):
+            for i, b in zip(batch["idx"], batch["data"]):
                 exact = exact and 0 <= i < len(data) and np.array_equal(np.frombuffer(b, np.uint8), data[i])
                 seen.add(i)
             samples += len(batch["data"])
@@ -105,6 +117,11 @@ def run_child(lib, args):
     cmd = [sys.executable, os.path.abspath(__file__), "--run", lib] + [
         a for k, v in vars(args).items() if k not in ("run", "skip_upload") and v is not None
         for a in (f"--{k.replace('_', '-')}", str(v))]
+    # Streaming keeps state in /dev/shm/NNNNNN_* (left behind if the run is killed) and leaves a
+    # pair of /tmp/NNNNNN_*_filelock files after every run: remove what this run added.
+    shm = lambda: set(Path("/dev/shm").glob("[0-9]" * 6 + "_*")) | set(
+        Path(tempfile.gettempdir()).glob("[0-9]" * 6 + "_*_filelock"))
+    before = shm()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, start_new_session=True, text=True)
     try:
         out, _ = p.communicate(timeout=args.timeout)
@@ -112,6 +129,11 @@ def run_child(lib, args):
         os.killpg(p.pid, signal.SIGKILL)
         p.communicate()
         return {"error": f"timed out after {args.timeout} s"}
+    finally:  # a killed child leaves its cache behind
+        for d in Path(args.work).glob(f"cache-{lib}-*"):
+            shutil.rmtree(d, ignore_errors=True)
+        for f in shm() - before:
+            f.unlink(missing_ok=True)
     lines = out.strip().splitlines()
     try:
         return json.loads(lines[-1])
@@ -146,19 +168,14 @@ def main():
         print(json.dumps(result), file=out, flush=True)
         return
     results = {}
-    if not args.skip_upload:
-        try:
-            upload(args, data)
-        except Exception as e:  # noqa: BLE001
-            results = {lib: {"error": f"upload: {type(e).__name__}: {e}"} for lib in ("streaming", "litdata")}
     for lib in ("streaming", "litdata"):
-        if lib not in results:
-            results[lib] = run_child(lib, args)
-    try:  # Streaming keeps its state in /dev/shm; a killed or crashed run leaves it behind
-        from streaming.base.util import clean_stale_shared_memory
-        clean_stale_shared_memory()
-    except Exception:  # noqa: BLE001
-        pass
+        try:
+            if not args.skip_upload:
+                upload(lib, args, data)
+        except Exception as e:  # noqa: BLE001
+            results[lib] = {"error": f"upload: {type(e).__name__}: {e}"}
+            continue
+        results[lib] = run_child(lib, args)
     print(json.dumps(results), file=out, flush=True)
 
 

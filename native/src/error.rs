@@ -63,6 +63,22 @@ pub enum Error {
     #[cfg(feature = "remote")]
     #[error("{url}: {source}")]
     Remote { url: String, source: object_store::Error },
+    /// Nothing at a remote URL: no such bucket, or no such key or prefix (`what` says which).
+    #[cfg(feature = "remote")]
+    #[error("{url}: {what}")]
+    RemoteMissing { url: String, what: String },
+    /// A remote object changed after the store was opened (its ETag differs).
+    #[cfg(feature = "remote")]
+    #[error("{url}: {object} changed after the store was opened; open it again to read the new version")]
+    RemoteChanged { url: String, object: String },
+    /// The server answered a ranged read with the whole object: it does not support Range.
+    #[cfg(feature = "remote")]
+    #[error("{url}: the server does not support HTTP Range requests (it answered a ranged read with the whole object): {source}")]
+    NoRange { url: String, source: object_store::Error },
+    /// A remote request failed and no credentials were configured for the URL's service.
+    #[cfg(feature = "remote")]
+    #[error("{url}: no credentials found ({hint}): {source}")]
+    Credentials { url: String, hint: &'static str, source: object_store::Error },
     /// A call on a remote store ran past its deadline.
     #[error("{url}: no answer within the {after:?} deadline")]
     Deadline { url: String, after: std::time::Duration },
@@ -101,11 +117,12 @@ impl Classify for Error {
             #[cfg(feature = "remote")]
             Error::Remote { source, .. } => match source {
                 object_store::Error::NotFound { .. } => ErrorKind::NotFound,
-                object_store::Error::Precondition { .. } | object_store::Error::NotModified { .. } => {
-                    ErrorKind::Corrupt
-                }
                 _ => ErrorKind::Io,
             },
+            #[cfg(feature = "remote")]
+            Error::RemoteMissing { .. } => ErrorKind::NotFound,
+            #[cfg(feature = "remote")]
+            Error::RemoteChanged { .. } | Error::Credentials { .. } | Error::NoRange { .. } => ErrorKind::Io,
         }
     }
 
@@ -244,6 +261,15 @@ mod tests {
         ];
         for (error, kind) in &table {
             assert_eq!(error.kind(), *kind, "{error:?}");
+        }
+        #[cfg(feature = "remote")]
+        {
+            let url = || "s3://b/s".to_owned();
+            let missing = Error::RemoteMissing { url: url(), what: "no such bucket".into() };
+            assert_eq!(missing.kind(), ErrorKind::NotFound);
+            assert_eq!(Error::RemoteChanged { url: url(), object: "0.zr".into() }.kind(), ErrorKind::Io);
+            let source = object_store::Error::NotImplemented { operation: "x".into(), implementer: "y".into() };
+            assert_eq!(Error::Credentials { url: url(), hint: "h", source }.kind(), ErrorKind::Io);
         }
         // The Python classes of today (py/src/error.rs) follow from the kinds' codes.
         let codes: Vec<i32> = table.iter().map(|(e, _)| e.kind().code()).collect();

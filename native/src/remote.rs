@@ -79,6 +79,75 @@ fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
     Ok(rt)
 }
 
+/// The typed error of a failed request: a version mismatch (the object changed after open) is
+/// named as such; everything else keeps `object_store`'s error.
+fn remote_error(url: &str, source: object_store::Error) -> Error {
+    match source {
+        object_store::Error::Precondition { path, .. } | object_store::Error::NotModified { path, .. } => {
+            let object = path.rsplit('/').next().unwrap_or(&path).to_owned();
+            Error::RemoteChanged { url: url.to_owned(), object }
+        }
+        // object_store's words for a 200 answer to a ranged GET (HTTP store; S3 and the others).
+        source
+            if ["Range request not supported", "non-partial response"]
+                .iter()
+                .any(|w| source.to_string().contains(w)) =>
+        {
+            Error::NoRange { url: url.to_owned(), source }
+        }
+        source => Error::Remote { url: url.to_owned(), source },
+    }
+}
+
+/// Why there is no `meta.zr` under `prefix`, by listing it: no such bucket, nothing under the
+/// prefix, or objects that are not a store. A store that cannot list (plain HTTP) says only
+/// that `meta.zr` is missing.
+async fn why_missing(url: &str, store: &dyn ObjectStore, prefix: &ObjectPath) -> Error {
+    let missing = |what: String| Error::RemoteMissing { url: url.to_owned(), what };
+    let no_meta = || missing("no meta.zr there: no such store".to_owned());
+    if url.starts_with("http://") || url.starts_with("https://") {
+        return no_meta();
+    }
+    let bucket = url::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_default();
+    match store.list_with_delimiter(Some(prefix)).await {
+        Ok(list) if list.objects.is_empty() && list.common_prefixes.is_empty() => {
+            missing(format!("nothing under this prefix in bucket {bucket} (no meta.zr): no such store"))
+        }
+        Ok(_) => Error::NotAStore { path: url.into(), reason: "it holds objects but no meta.zr".into() },
+        Err(e) if matches!(e, object_store::Error::NotFound { .. }) || e.to_string().contains("NoSuchBucket") => {
+            missing(format!("no such bucket: {bucket}"))
+        }
+        Err(e) if e.to_string().contains("ContainerNotFound") => missing(format!("no such container: {bucket}")),
+        Err(_) => no_meta(),
+    }
+}
+
+/// For a service that needs credentials: a hint on how to give them, when none of the
+/// configuration `keys` (environment variables and options, lower case) looks like one.
+fn missing_credentials(scheme: &str, keys: &[String]) -> Option<&'static str> {
+    const CREDENTIAL_WORDS: [&str; 10] = [
+        "access_key", "secret", "token", "sas", "credential", "service_account", "skip_signature",
+        "use_emulator", "use_azure_cli", "account_key",
+    ];
+    let hint = match scheme {
+        "s3" | "s3a" => {
+            "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or pass them in storage_options, \
+             or AWS_SKIP_SIGNATURE=true for a public bucket"
+        }
+        "gs" => {
+            "set GOOGLE_SERVICE_ACCOUNT or GOOGLE_APPLICATION_CREDENTIALS or pass \
+             service_account_key in storage_options, or GOOGLE_SKIP_SIGNATURE=true for a public bucket"
+        }
+        "az" | "abfs" | "abfss" | "azure" | "adl" => {
+            "set AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY (or a SAS token) or pass \
+             them in storage_options"
+        }
+        _ => return None,
+    };
+    let configured = keys.iter().any(|k| CREDENTIAL_WORDS.iter().any(|w| k.contains(w)));
+    (!configured).then_some(hint)
+}
+
 /// A read-only store behind a URL.
 #[derive(Debug)]
 pub struct RemoteStore {
@@ -112,6 +181,13 @@ impl RemoteStore {
         let plain = (parsed.scheme() == "http").then(|| ("allow_http".to_owned(), "true".to_owned()));
         let config: Vec<(String, String)> =
             plain.into_iter().chain(env).chain(options.options.clone()).collect();
+        // Keys that may carry credentials: the services' own environment variables and options.
+        let config_keys: Vec<String> = config
+            .iter()
+            .map(|(k, _)| k.clone())
+            .filter(|k| ["aws_", "google_", "azure_"].iter().any(|p| k.starts_with(p)))
+            .chain(options.options.iter().map(|(k, _)| k.to_ascii_lowercase()))
+            .collect();
         let (store, prefix) = object_store::parse_url_opts(&parsed, config)
             .map_err(|e| Error::Remote { url: url.to_owned(), source: e })?;
         let store: Arc<dyn ObjectStore> = Arc::from(store);
@@ -124,11 +200,22 @@ impl RemoteStore {
             }
             None => None,
         };
-        let mut opened = rt.block_on(async {
-            tokio::time::timeout(deadline, Self::open_async(url.clone(), store, prefix, deadline))
-                .await
-                .map_err(|_| Error::Deadline { url: url.clone(), after: deadline })?
-        })?;
+        let mut opened = rt
+            .block_on(async {
+                tokio::time::timeout(deadline, Self::open_async(url.clone(), store, prefix, deadline))
+                    .await
+                    .map_err(|_| Error::Deadline { url: url.clone(), after: deadline })?
+            })
+            .map_err(|e| match e {
+                // A failure other than "not found" with no credentials configured: say so.
+                Error::Remote { url, source } if !matches!(source, object_store::Error::NotFound { .. }) => {
+                    match missing_credentials(parsed.scheme(), &config_keys) {
+                        Some(hint) => Error::Credentials { url, hint, source },
+                        None => Error::Remote { url, source },
+                    }
+                }
+                other => other,
+            })?;
         opened.cache = cache;
         Ok(opened)
     }
@@ -139,11 +226,11 @@ impl RemoteStore {
         prefix: ObjectPath,
         deadline: Duration,
     ) -> Result<RemoteStore> {
-        let remote = |e| Error::Remote { url: url.clone(), source: e };
+        let remote = |e| remote_error(&url, e);
         let meta_path = prefix.clone().join("meta.zr");
         let meta = match store.head(&meta_path).await {
             Ok(m) => m,
-            // No meta.zr (no such bucket, prefix or store): NotFound, naming the URL.
+            Err(object_store::Error::NotFound { .. }) => return Err(why_missing(&url, &*store, &prefix).await),
             Err(e) => return Err(remote(e)),
         };
         let head = if meta.size < HEADER_SIZE {
@@ -400,7 +487,7 @@ impl RemoteStore {
     }
 
     fn remote(&self, source: object_store::Error) -> Error {
-        Error::Remote { url: self.url.clone(), source }
+        remote_error(&self.url, source)
     }
 
     /// Logical (decoded) length of each record.

@@ -42,6 +42,10 @@ http {{
     server {{
         listen 127.0.0.1:{port};
         root {FIXTURES};
+        location /norange/ {{
+            alias {FIXTURES}/;
+            max_ranges 0;
+        }}
     }}
 }}
 """
@@ -72,3 +76,13 @@ def test_dense_dataset_over_http_and_a_missing_store(http):
     assert np.array_equal(remote[list(range(0, len(local), 3))], local[list(range(0, len(local), 3))])
     with pytest.raises(errors.StoreNotFoundError, match=f"{http}/nothing"):
         Zrecord(f"{http}/nothing")
+
+
+def test_a_server_without_range_support_is_a_clear_error(http):
+    """Range requests answered with the whole object (200, nginx's max_ranges 0) are refused
+    with an error that says so, never read as the asked-for bytes."""
+    url = f"{http}/norange/u8img_zstd/store"
+    with pytest.raises(errors.StoreIOError, match="does not support HTTP Range") as e:
+        z = Zrecord(url)
+        z.gather([0], np.empty(int(z.lengths([0])[0]), np.uint8), [0])
+    assert url in str(e.value)

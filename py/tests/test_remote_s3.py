@@ -85,13 +85,35 @@ def test_remote_stores_are_read_only(s3):
             call()
 
 
-def test_missing_store_and_bucket_are_typed_errors_naming_the_url(s3):
-    for url in (f"s3://{BUCKET}/nothing-here", "s3://no-such-bucket/x"):
-        with pytest.raises(errors.StoreNotFoundError, match=url) as e:
+def test_missing_bucket_key_and_non_store_are_told_apart_naming_the_url(s3):
+    cases = [
+        (f"s3://{BUCKET}/nothing-here", errors.StoreNotFoundError, "nothing under this prefix in bucket stores"),
+        ("s3://no-such-bucket/x", errors.StoreNotFoundError, "no such bucket: no-such-bucket"),
+        (f"s3://{BUCKET}/fixtures", errors.NotAStoreError, "holds objects but no meta.zr"),
+    ]
+    for url, cls, why in cases:
+        with pytest.raises(cls) as e:
             Zrecord(url)
-        assert isinstance(e.value, FileNotFoundError) and "meta.zr" in str(e.value)
+        assert url in str(e.value) and why in str(e.value), str(e.value)
+    with pytest.raises(FileNotFoundError):
+        Zrecord(f"s3://{BUCKET}/nothing-here")
     with pytest.raises(FileNotFoundError):
         DenseDataset(f"s3://{BUCKET}/nothing-here")
+
+
+def test_missing_credentials_are_named_as_such(s3, monkeypatch):
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(key)
+    # Without keys object_store asks the instance metadata service; point it at a closed port
+    # so the test does not depend on what 169.254.169.254 does on this machine.
+    monkeypatch.setenv("AWS_METADATA_ENDPOINT", f"http://127.0.0.1:{free_port()}")
+    url = f"s3://{BUCKET}/fixtures/u8img_raw"
+    with pytest.raises(errors.StoreIOError, match="no credentials found") as e:
+        Zrecord(url)
+    assert url in str(e.value) and "AWS_ACCESS_KEY_ID" in str(e.value)
+    assert isinstance(e.value, OSError)
+    opts = {"aws_access_key_id": "test", "aws_secret_access_key": "test"}
+    assert len(Zrecord(url, storage_options=opts)) == len(Zrecord._existing(FIXTURES / "u8img_raw" / "store"))
 
 
 def test_cli_reads_by_url(s3):
@@ -126,8 +148,9 @@ def test_a_store_replaced_remotely_is_never_served_mixed(s3):
     chunk = (store / "0.zr").read_bytes()
     s3.put_object(Bucket=BUCKET, Key="replaced/0.zr", Body=bytes(255 - b for b in chunk))
     again = np.empty_like(first)
-    with pytest.raises(errors.CorruptStoreError, match="s3://stores/replaced"):
+    with pytest.raises(errors.StoreIOError, match="s3://stores/replaced: 0.zr changed after the store was opened") as e:
         z.gather([1], again, [0])
+    assert isinstance(e.value, OSError)
     fresh = Zrecord(f"s3://{BUCKET}/replaced")  # a new handle sees the new version
     fresh.gather([0], again, [0])
     assert np.array_equal(again, 255 - first)
