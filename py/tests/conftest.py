@@ -1,7 +1,10 @@
 """Fixtures shared by the loaderx Python tests: the reference interpreter and fixture copies."""
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -260,3 +263,14 @@ def pytest_sessionfinish(session):
             _export_stores("session", factory.getbasetemp(), Path(EXPORT_DIR))
         except Exception as e:
             _note(Path(EXPORT_DIR), nodeid="session", reason=f"export failed: {e!r}")
+
+
+@pytest.fixture(scope="session")
+def golden_stores(tmp_path_factory):
+    """The cross-language golden stores (tests/golden/generate.py), written once per session:
+    name -> store directory."""
+    out = tmp_path_factory.mktemp("golden")
+    script = Path(__file__).resolve().parents[2] / "tests" / "golden" / "generate.py"
+    subprocess.run([sys.executable, str(script), str(out)], check=True, capture_output=True)
+    stores = json.loads((out / "manifest.json").read_text())["stores"]
+    return {name: out / entry["path"] for name, entry in stores.items()}

@@ -1,6 +1,7 @@
 """Stores read by URL over plain HTTP with Range, from nginx (Debian's, started here on
 127.0.0.1 with its own config): every reference fixture reads identically by URL."""
 
+import os
 import shutil
 import subprocess
 import time
@@ -20,15 +21,18 @@ NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").e
 
 
 @pytest.fixture(scope="module")
-def http(tmp_path_factory):
+def http(tmp_path_factory, golden_stores):
     if NGINX is None:
         pytest.skip("nginx is not installed (scripts/setup.sh installs nginx-light)")
     root = tmp_path_factory.mktemp("nginx")
     port = free_port()
     for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
         (root / sub).mkdir()
+    # As root, nginx's workers would run as nobody and could not read pytest's private tmp dirs.
+    user = "user root root;" if os.geteuid() == 0 else ""
     (root / "nginx.conf").write_text(
         f"""daemon off;
+{user}
 pid {root}/nginx.pid;
 error_log {root}/error.log;
 events {{ worker_connections 64; }}
@@ -42,6 +46,9 @@ http {{
     server {{
         listen 127.0.0.1:{port};
         root {FIXTURES};
+        location /golden/ {{
+            alias {next(iter(golden_stores.values())).parent}/;
+        }}
         location /norange/ {{
             alias {FIXTURES}/;
             max_ranges 0;
@@ -69,6 +76,12 @@ http {{
 def test_every_fixture_reads_identically_over_http(http, name):
     local = Zrecord._existing(FIXTURES / name / "store")
     assert_reads_like_local(local, Zrecord(f"{http}/{name}/store"), seed=1)
+
+
+def test_every_golden_store_reads_identically_over_http(http, golden_stores):
+    for k, (name, store) in enumerate(golden_stores.items()):
+        url = f"{http}/golden/{store.relative_to(store.parent)}"
+        assert_reads_like_local(Zrecord._existing(store), Zrecord(url), seed=k)
 
 
 def test_dense_dataset_over_http_and_a_missing_store(http):

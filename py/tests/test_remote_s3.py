@@ -64,6 +64,14 @@ def test_every_fixture_reads_identically_by_url(s3, name):
     assert_reads_like_local(local, Zrecord(f"s3://{BUCKET}/fixtures/{name}"), seed=0)
 
 
+def test_every_golden_store_reads_identically_by_url(s3, golden_stores):
+    for name, store in golden_stores.items():
+        for f in store.iterdir():
+            s3.upload_file(str(f), BUCKET, f"golden/{name}/{f.name}")
+    for k, (name, store) in enumerate(golden_stores.items()):
+        assert_reads_like_local(Zrecord._existing(store), Zrecord(f"s3://{BUCKET}/golden/{name}"), seed=k)
+
+
 def test_datasets_open_by_url(s3):
     for name, cls in [("u8img_zstd_dict", DenseDataset), ("tokens_i32_ragged_zstd", RaggedDataset)]:
         if not (FIXTURES / name).is_dir():
