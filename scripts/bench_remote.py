@@ -1,109 +1,197 @@
 """The remote section of the benchmarks: a store on a local S3 server (moto's server mode on
-127.0.0.1), read through a proxy that adds a fixed delay per request, beside the same store
-read locally and beside the server's own ceiling (a plain loop of concurrent ranged GETs).
+127.0.0.1), read through a proxy that adds a fixed delay per request, beside the same store read
+locally and beside MosaicML Streaming and LitData reading their own formats of the same records
+from the same server.
 
     python scripts/bench.py remote [--quick]
 
-Rows, for each added delay (0, 5 and 50 ms per request): gather batches/s and MiB/s of 256
-random 12 KiB records, cold (no cache) and warm (a disk cache filled by one pass), and the
-ranged-GET ceiling at the same concurrency, in requests/s.
+For each added delay (0, 5 and 50 ms per request), with 12 KiB records (zstd) and batches of 256:
+
+* cold epoch, samples/s: one shuffled pass over every record from an empty start, with no cache
+  (each batch fetches only its records' byte ranges) and with an empty disk cache (whole 4 MiB
+  blocks, fetched once); Streaming and LitData the same way, each from an empty local cache,
+  through torch's DataLoader (scripts/bench_remote_peers.py, in .venv-bench);
+* warm cache: random-batch gathers and the DataLoader (4 workers) once the cache holds the
+  store, against the same calls on the local store (rounds interleaved, medians);
+* the ranged-GET ceiling: single-record GETs through the same proxy, 10 at a time.
 """
 
-import socket
+import json
+import shutil
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from statistics import median
 
 import numpy as np
 
 from http_proxy import Proxy
 from store_files import trimmed_files
 
-RECORDS = 5000
+ROOT = Path(__file__).resolve().parents[1]
 RECORD = 12 << 10
 BATCH = 256
 MiB = 1 << 20
+CREDS = {"aws_access_key_id": "bench", "aws_secret_access_key": "bench", "region_name": "us-east-1"}
 
 
 def _free_port():
+    import socket
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def section_remote(args, work):
+def _start_moto():
     import boto3
 
+    port = _free_port()
+    server = Path(sys.executable).with_name("moto_server")
+    proc = subprocess.Popen([str(server), "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    client = boto3.client("s3", endpoint_url=endpoint, **CREDS)
+    for _ in range(100):
+        try:
+            client.create_bucket(Bucket="bench")
+            return proc, endpoint, client
+        except Exception:
+            time.sleep(0.1)
+    proc.terminate()
+    raise RuntimeError("moto_server did not start")
+
+
+def _epoch(z, perm, out, offs):
+    """One pass over ``perm`` in batches: samples/s."""
+    t = time.perf_counter()
+    for start in range(0, len(perm), BATCH):
+        b = perm[start : start + BATCH]
+        z.gather(b, out[: len(b) * RECORD], offs[: len(b)])
+    return len(perm) / (time.perf_counter() - t)
+
+
+def _loader_rate(dataset, n_batches):
+    from loaderx.dataloader import DataLoader
+
+    loader = DataLoader({"x": dataset}, num_workers=4, batch_size=BATCH, prefetch_size=8, seed=3)
+    try:
+        for _ in range(20):  # past the batches prefetched while the loader started
+            next(loader)
+        t = time.perf_counter()
+        for _ in range(n_batches):
+            next(loader)
+        return n_batches / (time.perf_counter() - t)
+    finally:
+        loader.close()
+
+
+def _peers(args, npy, endpoint, read_endpoint, work, upload):
+    """Streaming's and LitData's cold epochs, run by .venv-bench's Python (they need torch)."""
+    python = ROOT / ".venv-bench" / "bin" / "python"
+    if not python.exists():
+        return {"note": "no .venv-bench (make bench installs it)"}
+    cmd = [str(python), str(ROOT / "scripts" / "bench_remote_peers.py"), "--data", str(npy), "--endpoint", endpoint,
+           "--read-endpoint", read_endpoint, "--bucket", "bench", "--work", str(work), "--batch", str(BATCH),
+           "--workers", "2"]
+    if not upload:
+        cmd.append("--skip-upload")
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    try:
+        return json.loads(p.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        return {"note": f"peer worker failed: {p.stderr.strip()[-300:]}"}
+
+
+def section_remote(args, work):
     from loaderx.converter import from_numpy
+    from loaderx.dataset import DenseDataset
     from loaderx.zrecord import Zrecord
 
-    rounds = 3 if args.quick else 6
-    records = 1000 if args.quick else RECORDS
+    work = Path(work)
+    rounds = 3 if args.quick else 7
+    records = 1000 if args.quick else 5000
+    loader_batches = 60 if args.quick else 300
     rng = np.random.default_rng(0)
     data = rng.integers(0, 256, size=(records, RECORD), dtype=np.uint8)
     data[rng.random(data.shape) < 1 / 6] = 0
-    local_path = Path(work) / "remote_src"
+    npy = work / "remote_records.npy"
+    np.save(npy, data)
+    local_path = work / "remote_src"
+    shutil.rmtree(local_path, ignore_errors=True)
     from_numpy(local_path, data, codec="zstd", progress=False)
-    server = Path(sys.executable).with_name("moto_server")
-    port = _free_port()
-    moto = subprocess.Popen([str(server), "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    endpoint = f"http://127.0.0.1:{port}"
-    creds = {"aws_access_key_id": "bench", "aws_secret_access_key": "bench", "region_name": "us-east-1"}
+    moto, endpoint, client = _start_moto()
     try:
-        client = boto3.client("s3", endpoint_url=endpoint, **creds)
-        for _ in range(100):
-            try:
-                client.create_bucket(Bucket="bench")
-                break
-            except Exception:
-                time.sleep(0.1)
         for name, body in trimmed_files(local_path):
             client.put_object(Bucket="bench", Key=f"store/{name}", Body=body)
         local = Zrecord(local_path)
-        batches = [rng.permutation(records)[:BATCH] for _ in range(rounds)]
-        lens = local.lengths(batches[0])
-        offs = (np.arange(BATCH, dtype=np.uint64) * RECORD).astype(np.uint64)
+        offs = np.arange(BATCH, dtype=np.uint64) * RECORD
         out = np.empty(BATCH * RECORD, np.uint8)
+        check = np.empty_like(out)
+        perm = rng.permutation(records)
+        batches = [rng.permutation(records)[:BATCH] for _ in range(rounds)]
 
-        def rate(z, bs):
+        def gather_rate(z):
             t = time.perf_counter()
-            for b in bs:
+            for b in batches:
                 z.gather(b, out, offs)
-            return len(bs) / (time.perf_counter() - t)
+            return len(batches) / (time.perf_counter() - t)
 
-        local_bps = rate(local, batches)
         print(f"records {records} x {RECORD // 1024} KiB zstd, batch {BATCH}, rounds {rounds}")
-        print(f"{'row':<34}{'batches/s':>12}{'MiB/s':>10}{'x local':>9}")
-        mib = BATCH * RECORD / MiB
-        print(f"{'local store':<34}{local_bps:>12.1f}{local_bps * mib:>10.1f}{1:>9.2f}")
-        for delay_ms in (0, 5, 50):
+        print(f"{'row':<44}{'samples/s':>11}{'batches/s':>11}{'MiB/s':>9}{'ratio':>12}")
+
+        def line(name, samples_per_s, ratio=None, unit=""):
+            bps = samples_per_s / BATCH
+            r = f"{ratio:.2f}{unit}" if ratio is not None else ""
+            print(f"{name:<44}{samples_per_s:>11,.0f}{bps:>11.1f}{samples_per_s * RECORD / MiB:>9.1f}{r:>12}")
+
+        for k, delay_ms in enumerate((0, 5, 50)):
             proxy = Proxy(endpoint, delay=delay_ms / 1000)
-            url = proxy.url
-            opts = {"aws_endpoint": url, "aws_allow_http": "true", "aws_access_key_id": "bench",
+            opts = {"aws_endpoint": proxy.url, "aws_allow_http": "true", "aws_access_key_id": "bench",
                     "aws_secret_access_key": "bench", "aws_region": "us-east-1"}
-            cold = Zrecord("s3://bench/store", storage_options=opts)
-            cold.gather(batches[0], out, offs)  # table pages once
-            cold_bps = rate(cold, batches[1:] or batches)
-            cache = (Path(work) / f"cache-{delay_ms}", 1 << 30)
-            warm = Zrecord("s3://bench/store", storage_options=opts, cache=cache)
-            everything = np.arange(records)
-            for start in range(0, records, 1024):
-                part = everything[start : start + 1024]
-                warm.gather(part, np.empty(len(part) * RECORD, np.uint8), (np.arange(len(part), dtype=np.uint64) * RECORD))
-            warm_bps = rate(warm, batches)
-            # The ceiling: BATCH ranged GETs of one record each, 10 at a time (object_store's
-            # concurrency per call), straight to the server through the same proxy.
-            c = boto3.client("s3", endpoint_url=url, **creds)
+            url = "s3://bench/store"
+            cold = _epoch(Zrecord(url, storage_options=opts), perm, out, offs)
+            cache = (work / f"cache-{delay_ms}", 1 << 30)
+            shutil.rmtree(cache[0], ignore_errors=True)
+            cached = Zrecord(url, storage_options=opts, cache=cache)
+            cold_cached = _epoch(cached, perm, out, offs)
+            # The cache now holds the store: warm rows, interleaved with the local ones.
+            warm, here = [], []
+            for _ in range(3):
+                here.append(gather_rate(local))
+                warm.append(gather_rate(cached))
+            cached.gather(batches[0], out, offs)
+            local.gather(batches[0], check, offs)
+            assert np.array_equal(out, check), "a warm remote gather differs from the local one"
+            ds_remote = DenseDataset(url, storage_options=opts, cache=cache)
+            loader_remote = _loader_rate(ds_remote, loader_batches)
+            loader_local = _loader_rate(DenseDataset(local_path), loader_batches)
+            peers = _peers(args, npy, endpoint, proxy.url, work / "peers", upload=k == 0)
+            c = __import__("boto3").client("s3", endpoint_url=proxy.url, **CREDS)
             t = time.perf_counter()
             with ThreadPoolExecutor(10) as pool:
                 list(pool.map(lambda i: c.get_object(Bucket="bench", Key="store/0.zr", Range=f"bytes={i * 4096}-{i * 4096 + RECORD - 1}")["Body"].read(), range(BATCH)))
             ceiling = BATCH / (time.perf_counter() - t)
-            for name, bps in ((f"s3 +{delay_ms} ms cold", cold_bps), (f"s3 +{delay_ms} ms warm cache", warm_bps)):
-                print(f"{name:<34}{bps:>12.1f}{bps * mib:>10.1f}{bps / local_bps:>9.2f}")
-            print(f"{f'ceiling +{delay_ms} ms (GETs/s, 10 at once)':<34}{ceiling:>12.1f}")
             proxy.close()
+
+            best_peer = max((v.get("samples_per_s", 0) for v in peers.values() if isinstance(v, dict)), default=0)
+            print(f"-- +{delay_ms} ms per request")
+            ours_cold = max(cold, cold_cached)
+            line("  cold epoch, no cache", cold, cold / best_peer if best_peer else None, "x peer")
+            line("  cold epoch, empty disk cache", cold_cached, cold_cached / best_peer if best_peer else None, "x peer")
+            for name in ("streaming", "litdata"):
+                got = peers.get(name)
+                if isinstance(got, dict) and "samples_per_s" in got:
+                    exact = "" if got.get("exact") else " (NOT exact)"
+                    line(f"  {name} cold epoch (2 workers){exact}", got["samples_per_s"], got["samples_per_s"] / ours_cold, "x ours")
+                else:
+                    print(f"  {name}: {got.get('error') if isinstance(got, dict) else peers.get('note')}")
+            line("  warm cache gather", median(warm) * BATCH, median(warm) / median(here), "x local")
+            line("  local store gather", median(here) * BATCH)
+            line("  loader, 4 workers, warm cache", loader_remote * BATCH, loader_remote / loader_local, "x local")
+            line("  loader, 4 workers, local store", loader_local * BATCH)
+            print(f"  {'ranged-GET ceiling, 10 at once (GETs/s)':<42}{ceiling:>11,.0f}")
     finally:
         moto.terminate()
         moto.wait(timeout=10)
