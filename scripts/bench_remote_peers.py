@@ -82,7 +82,7 @@ def _dataset_factory(lib, args):
     from litdata.streaming import downloader
     # LitData fetches chunks with obstore and passes it fixed client options, which drops the
     # AWS_ALLOW_HTTP env setting: without this, a plain-http endpoint fails with "BadScheme".
-    downloader._OBSTORE_CLIENT_OPTIONS["allow_http"] = True
+    getattr(downloader, "_OBSTORE_CLIENT_OPTIONS", {})["allow_http"] = True
     opts = {"endpoint_url": args.read_endpoint, "aws_access_key_id": "bench",
             "aws_secret_access_key": "bench", "region_name": "us-east-1"}
     return lambda cache: StreamingDataset(f"s3://{args.bucket}/litdata", cache_dir=cache, shuffle=True,
