@@ -131,11 +131,19 @@ bench-py: setup py-build
 ## The loader with a CPU-heavy per-sample transform: loaderx thread workers and worker processes
 ## beside torch's DataLoader with worker processes, one run. torch goes into .venv-bench on first
 ## use (about 5 GB with its CUDA wheels).
-.PHONY: bench-transform
-bench-transform: setup py-build
+.PHONY: bench-transform bench-remote bench-venv
+bench-transform: setup py-build bench-venv
+	$(PY) scripts/bench.py transform
+
+## Remote stores on a local S3 server (moto) through a delay proxy: cold epochs beside MosaicML
+## Streaming and LitData (in .venv-bench), warm cache and loader beside the local store.
+bench-remote: setup py-build bench-venv
+	$(PY) scripts/bench.py remote
+
+## torch, MosaicML Streaming and LitData for the benchmarks, in .venv-bench (installed once).
+bench-venv:
 	@$(CURDIR)/.venv-bench/bin/python -c "import torch, numpy, streaming, litdata, boto3" 2>/dev/null || \
 	  { python3 -m venv $(CURDIR)/.venv-bench && $(CURDIR)/.venv-bench/bin/pip install -q torch numpy mosaicml-streaming litdata boto3; }
-	$(PY) scripts/bench.py transform
 
 ## tests/fixtures matches its committed manifest (tests/fixtures/MANIFEST.sha256): fails on any
 ## missing, extra or changed file. `python3 scripts/fixtures_manifest.py write` regenerates it.

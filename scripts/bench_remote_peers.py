@@ -5,16 +5,21 @@ the same local S3 server (moto) that ``scripts/bench_remote.py`` serves our own 
         --read-endpoint PROXY_URL --bucket bench --work DIR [--batch 256] [--workers N] [--skip-upload]
 
 Unless --skip-upload, each library writes the records (uint8 array ``records x record_bytes``) in
-its own format with its default shard size (Streaming: MDSWriter, LitData: optimize; one
-``bytes`` column and one int index column), and the files go up to ``s3://BUCKET/mds/`` and
-``s3://BUCKET/litdata/`` through --endpoint. Then, for each library, in a child process with a
-time limit: one shuffled epoch over the whole dataset, from an empty local cache, read through
---read-endpoint (the delay proxy) by a torch DataLoader (batch --batch, --workers workers).
+its own format (Streaming: MDSWriter, LitData: optimize; one ``bytes`` column and one int index
+column) with 64 MiB shards (--shard-mb; both libraries' usual size), and the files go up to
+``s3://BUCKET/mds/`` and ``s3://BUCKET/litdata/`` through --endpoint. Then, for each library, in
+a child process with a time limit (--timeout): one shuffled epoch over the whole dataset, from an
+empty local cache, read through --read-endpoint (the delay proxy) by a torch DataLoader (batch
+--batch, --workers workers).
 
 Measured: seconds from dataset construction to the last batch (so it includes the index fetch and
 every shard download) and samples/s over that time. Every sample's bytes are compared with
 ``data[index]``: ``exact`` is true when all match, ``unique`` counts distinct indices seen.
 Prints one JSON line on stdout; a library that fails or times out gets ``{"error": ...}``.
+
+Note: a dataset smaller than a shard per DataLoader worker puts several LitData workers on one
+shared chunk, which LitData 0.2.76 reads very slowly (mostly system time); a smaller --shard-mb
+avoids that.
 """
 
 import argparse
@@ -58,14 +63,15 @@ def upload(lib, args, data):
     shutil.rmtree(root, ignore_errors=True)
     if lib == "streaming":
         from streaming import MDSWriter
-        with MDSWriter(out=str(root), columns={"data": "bytes", "idx": "int"}) as w:  # 64 MiB shards
+        columns = {"data": "bytes", "idx": "int"}
+        with MDSWriter(out=str(root), columns=columns, size_limit=args.shard_mb << 20) as w:
             for i in range(len(data)):
                 w.write({"data": data[i].tobytes(), "idx": i})
     else:
         from litdata import optimize
         _DATA = data
-        optimize(fn=_litdata_item, inputs=list(range(len(data))), output_dir=str(root), chunk_bytes="64MB",
-                 num_workers=1, start_method="fork", verbose=False)
+        optimize(fn=_litdata_item, inputs=list(range(len(data))), output_dir=str(root),
+                 chunk_bytes=args.shard_mb << 20, num_workers=1, start_method="fork", verbose=False)
     s3 = boto3.client("s3", endpoint_url=args.endpoint)
     for f in sorted(root.rglob("*")):
         if f.is_file():
@@ -150,6 +156,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--workers", type=int, default=0)
+    ap.add_argument("--shard-mb", type=int, default=64, help="shard size, MiB")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds allowed per library")
     ap.add_argument("--skip-upload", action="store_true")
     ap.add_argument("--run", choices=("streaming", "litdata"), help=argparse.SUPPRESS)
