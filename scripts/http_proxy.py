@@ -13,6 +13,7 @@ request to an upstream server, after an optional per-request action taken from a
 import http.client
 import http.server
 import socketserver
+import sys
 import threading
 import time
 
@@ -69,6 +70,12 @@ class Proxy:
 
         class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
             daemon_threads = True
+
+            def handle_error(self, request, client_address):
+                # A client that hangs up mid-request (a dropped or timed-out read) is routine
+                # here; anything else is still reported.
+                if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+                    super().handle_error(request, client_address)
 
         self._server = Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"

@@ -9,9 +9,10 @@
 //!   process and counter) and renamed into place. A process killed mid-write leaves only a
 //!   temporary file, which no reader opens and the next eviction pass removes. An entry whose
 //!   length is not the block's is treated as absent and replaced.
-//! * The bound is kept by eviction after each insert: least recently used first (a hit touches
-//!   the entry's modification time). Several processes may evict at once; removing a file another
-//!   process is reading is harmless on unix (the open file stays readable).
+//! * The bound is kept by eviction after each call that stores blocks: least recently used
+//!   first (a hit touches the entry's modification time). Several processes may evict at once;
+//!   removing a file another process is reading is harmless on unix (the open file stays
+//!   readable).
 //! * No shared memory and no lock files: nothing is left behind by a crash but temporary files.
 //! * An entry is never written in place after its rename, so a reader may map it: the mapped
 //!   bytes stay those of the entry even if another process evicts (unlinks) it meanwhile.
@@ -92,8 +93,9 @@ impl DiskCache {
         }
     }
 
-    /// Stores a block (atomically), then keeps the bound. Failures are not errors: the cache
-    /// is an optimisation, and a block that could not be stored is fetched again next time.
+    /// Stores a block (atomically); [`DiskCache::evict`] keeps the bound afterwards. Failures
+    /// are not errors: the cache is an optimisation, and a block that could not be stored is
+    /// fetched again next time.
     pub(crate) fn put(&self, key: &ObjectKey, block: u64, bytes: &[u8]) {
         let path = self.path(key, block);
         let Some(parent) = path.parent() else { return };
@@ -103,9 +105,7 @@ impl DiskCache {
         let written = fs::File::create(&tmp).and_then(|mut f| f.write_all(bytes));
         if written.is_err() || fs::rename(&tmp, &path).is_err() {
             let _ = fs::remove_file(&tmp);
-            return;
         }
-        self.evict();
     }
 
     /// Removes least recently used entries until the total is within the bound, and stale
@@ -168,15 +168,18 @@ mod tests {
         let a = ObjectKey::new("s3://b/s/0.zr", Some("e1"), 1000);
         let changed = ObjectKey::new("s3://b/s/0.zr", Some("e2"), 1000);
         cache.put(&a, 0, &[1; 100]);
+        cache.evict();
         assert_eq!(cache.map(&a, 0, 100), Some(Bytes::from(vec![1u8; 100])));
         assert_eq!(cache.map(&a, 0, 99), None, "a block of another length is absent");
         assert_eq!(cache.map(&changed, 0, 100), None, "a new version is a new key");
         std::thread::sleep(Duration::from_millis(20));
         cache.put(&a, 1, &[2; 100]);
+        cache.evict();
         std::thread::sleep(Duration::from_millis(20));
         assert!(cache.map(&a, 0, 100).is_some()); // block 0 is now the most recently used
         std::thread::sleep(Duration::from_millis(20));
         cache.put(&a, 2, &[3; 100]);
+        cache.evict();
         assert!(DiskCache::used_bytes(dir.path()) <= 250);
         assert!(cache.map(&a, 1, 100).is_none(), "the least recently used block went first");
         assert!(cache.map(&a, 0, 100).is_some() && cache.map(&a, 2, 100).is_some());

@@ -268,7 +268,8 @@ mod tests {
             let missing = Error::RemoteMissing { url: url(), what: "no such bucket".into() };
             assert_eq!(missing.kind(), ErrorKind::NotFound);
             assert_eq!(Error::RemoteChanged { url: url(), object: "0.zr".into() }.kind(), ErrorKind::Io);
-            let source = object_store::Error::NotImplemented { operation: "x".into(), implementer: "y".into() };
+            let source =
+                object_store::Error::NotImplemented { operation: "x".into(), implementer: "y".into() };
             assert_eq!(Error::Credentials { url: url(), hint: "h", source }.kind(), ErrorKind::Io);
         }
         // The Python classes of today (py/src/error.rs) follow from the kinds' codes.

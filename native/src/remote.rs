@@ -41,6 +41,7 @@ use rayon::prelude::*;
 use crate::cache::{DiskCache, ObjectKey, BLOCK};
 use crate::error::{Error, Result};
 use crate::opened::RemoteOptions;
+use crate::store::{check_fit, check_offsets, fixed_layout};
 
 /// Largest decoded output of one call.
 const MAX_OUT: u64 = 4 << 30;
@@ -50,8 +51,11 @@ const MAX_GAP: u64 = 64 << 10;
 const MAX_MAPPED: usize = 256;
 /// A block held mapped is marked recently used in the cache at most this often.
 const TOUCH_EVERY: Duration = Duration::from_secs(10);
-/// Whole-block requests in flight at once.
+/// Block requests in flight at once.
 const MAX_FETCHES: usize = 16;
+/// Most bytes asked for in one request through the cache: neighbouring missing blocks are
+/// fetched together up to this (the range size AWS recommends for parallel ranged GETs).
+const FETCH_SPAN: u64 = 16 << 20;
 
 /// The process's async runtime, made again in a child after `fork()`.
 fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
@@ -114,10 +118,15 @@ async fn why_missing(url: &str, store: &dyn ObjectStore, prefix: &ObjectPath) ->
             missing(format!("nothing under this prefix in bucket {bucket} (no meta.zr): no such store"))
         }
         Ok(_) => Error::NotAStore { path: url.into(), reason: "it holds objects but no meta.zr".into() },
-        Err(e) if matches!(e, object_store::Error::NotFound { .. }) || e.to_string().contains("NoSuchBucket") => {
+        Err(e)
+            if matches!(e, object_store::Error::NotFound { .. })
+                || e.to_string().contains("NoSuchBucket") =>
+        {
             missing(format!("no such bucket: {bucket}"))
         }
-        Err(e) if e.to_string().contains("ContainerNotFound") => missing(format!("no such container: {bucket}")),
+        Err(e) if e.to_string().contains("ContainerNotFound") => {
+            missing(format!("no such container: {bucket}"))
+        }
         Err(_) => no_meta(),
     }
 }
@@ -126,8 +135,16 @@ async fn why_missing(url: &str, store: &dyn ObjectStore, prefix: &ObjectPath) ->
 /// configuration `keys` (environment variables and options, lower case) looks like one.
 fn missing_credentials(scheme: &str, keys: &[String]) -> Option<&'static str> {
     const CREDENTIAL_WORDS: [&str; 10] = [
-        "access_key", "secret", "token", "sas", "credential", "service_account", "skip_signature",
-        "use_emulator", "use_azure_cli", "account_key",
+        "access_key",
+        "secret",
+        "token",
+        "sas",
+        "credential",
+        "service_account",
+        "skip_signature",
+        "use_emulator",
+        "use_azure_cli",
+        "account_key",
     ];
     let hint = match scheme {
         "s3" | "s3a" => {
@@ -146,6 +163,14 @@ fn missing_credentials(scheme: &str, keys: &[String]) -> Option<&'static str> {
     };
     let configured = keys.iter().any(|k| CREDENTIAL_WORDS.iter().any(|w| k.contains(w)));
     (!configured).then_some(hint)
+}
+
+/// Runs `fut` on the process's runtime, failing with [`Error::Deadline`] after `after`.
+fn within<T>(url: &str, after: Duration, fut: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    let url = url.to_owned();
+    runtime()?.block_on(async move {
+        tokio::time::timeout(after, fut).await.map_err(|_| Error::Deadline { url, after })?
+    })
 }
 
 /// A read-only store behind a URL.
@@ -191,7 +216,6 @@ impl RemoteStore {
         let (store, prefix) = object_store::parse_url_opts(&parsed, config)
             .map_err(|e| Error::Remote { url: url.to_owned(), source: e })?;
         let store: Arc<dyn ObjectStore> = Arc::from(store);
-        let rt = runtime()?;
         let url = url.trim_end_matches('/').to_owned();
         let deadline = options.deadline;
         let cache = match &options.cache {
@@ -200,12 +224,7 @@ impl RemoteStore {
             }
             None => None,
         };
-        let mut opened = rt
-            .block_on(async {
-                tokio::time::timeout(deadline, Self::open_async(url.clone(), store, prefix, deadline))
-                    .await
-                    .map_err(|_| Error::Deadline { url: url.clone(), after: deadline })?
-            })
+        let mut opened = within(&url, deadline, Self::open_async(url.clone(), store, prefix, deadline))
             .map_err(|e| match e {
                 // A failure other than "not found" with no credentials configured: say so.
                 Error::Remote { url, source } if !matches!(source, object_store::Error::NotFound { .. }) => {
@@ -230,7 +249,9 @@ impl RemoteStore {
         let meta_path = prefix.clone().join("meta.zr");
         let meta = match store.head(&meta_path).await {
             Ok(m) => m,
-            Err(object_store::Error::NotFound { .. }) => return Err(why_missing(&url, &*store, &prefix).await),
+            Err(object_store::Error::NotFound { .. }) => {
+                return Err(why_missing(&url, &*store, &prefix).await)
+            }
             Err(e) => return Err(remote(e)),
         };
         let head = if meta.size < HEADER_SIZE {
@@ -326,16 +347,18 @@ impl RemoteStore {
         self.dict.is_some()
     }
 
+    /// The URL as the location of errors.
+    fn at(&self) -> &std::path::Path {
+        std::path::Path::new(&self.url)
+    }
+
     fn classified<E: loaderx_core::error::Classify + std::fmt::Display>(&self, e: E) -> Error {
-        Error::classified(std::path::Path::new(&self.url), e)
+        Error::classified(self.at(), e)
     }
 
     /// Runs `fut` on the runtime within the deadline.
     fn block<T>(&self, fut: impl std::future::Future<Output = Result<T>>) -> Result<T> {
-        let (url, after) = (self.url.clone(), self.deadline);
-        runtime()?.block_on(async move {
-            tokio::time::timeout(after, fut).await.map_err(|_| Error::Deadline { url, after })?
-        })
+        within(&self.url, self.deadline, fut)
     }
 
     /// Table entries of `indices`, fetching the pages not cached yet (one round of requests).
@@ -422,14 +445,41 @@ impl RemoteStore {
             }
         }
         if !missing.is_empty() {
-            let fetch = missing.iter().map(|&(chunk, b)| {
-                let start = b * BLOCK;
-                self.get_range(chunk, start..start + block_len(chunk, b))
+            // Neighbouring missing blocks of a chunk go in one request, up to FETCH_SPAN bytes.
+            missing.sort_unstable();
+            let mut runs: Vec<(u16, u64, u64)> = Vec::new(); // (chunk, first block, blocks)
+            for &(chunk, b) in &missing {
+                match runs.last_mut() {
+                    Some((c, first, n))
+                        if *c == chunk && *first + *n == b && (*n + 1) * BLOCK <= FETCH_SPAN =>
+                    {
+                        *n += 1
+                    }
+                    _ => runs.push((chunk, b, 1)),
+                }
+            }
+            let fetch = runs.iter().map(|&(chunk, first, n)| {
+                let end = (first + n - 1) * BLOCK + block_len(chunk, first + n - 1);
+                self.get_range(chunk, first * BLOCK..end)
             });
             let got =
                 self.block(futures::stream::iter(fetch).buffered(MAX_FETCHES).try_collect::<Vec<_>>())?;
+            let mut pieces = Vec::with_capacity(missing.len());
+            for (&(chunk, first, n), bytes) in runs.iter().zip(got) {
+                for b in first..first + n {
+                    let from = ((b - first) * BLOCK) as usize;
+                    let to = from + block_len(chunk, b) as usize;
+                    if to > bytes.len() {
+                        let why =
+                            format!("{chunk}.zr: a short answer ({} bytes) to a ranged read", bytes.len());
+                        return Err(self
+                            .remote(object_store::Error::Generic { store: "loaderx", source: why.into() }));
+                    }
+                    pieces.push(((chunk, b), bytes.slice(from..to)));
+                }
+            }
             let mut mapped = self.mapped.lock().unwrap_or_else(|e| e.into_inner());
-            for (&(chunk, b), bytes) in missing.iter().zip(got) {
+            for ((chunk, b), bytes) in pieces {
                 let key = self.key(chunk);
                 cache.put(&key, b, &bytes);
                 // Served from the page cache from now on; the fetched copy if storing failed.
@@ -445,6 +495,7 @@ impl RemoteStore {
                 };
                 blocks.insert((chunk, b), bytes);
             }
+            cache.evict();
         }
         Ok(clipped
             .iter()
@@ -498,9 +549,7 @@ impl RemoteStore {
     /// Logical lengths of `indices`, each checked to fit `layout`.
     pub fn lengths_fitting(&self, indices: &[u64], layout: Layout) -> Result<Vec<u32>> {
         let lens = self.lengths(indices)?;
-        for (&i, &n) in indices.iter().zip(&lens) {
-            layout.check(i, u64::from(n)).map_err(|e| self.classified(e))?;
-        }
+        check_fit(self.at(), indices.iter().copied().zip(lens.iter().copied()), layout)?;
         Ok(lens)
     }
 
@@ -555,10 +604,7 @@ impl RemoteStore {
     /// Decodes records `indices` into `dst`, record `k` at byte `dst_offsets[k]` (as
     /// [`crate::Store::gather`]).
     pub fn gather(&self, indices: &[u64], dst: &mut [u8], dst_offsets: &[u64]) -> Result<()> {
-        let (n, m) = (indices.len(), dst_offsets.len());
-        if n != m {
-            return Err(Error::BadArgument(format!("{n} indices but {m} destination offsets")));
-        }
+        check_offsets(indices, dst_offsets)?;
         let plan = self.plan(indices)?;
         let lens: Vec<u64> = plan.slots.iter().map(|s| u64::from(s.logic)).collect();
         let dsts = crate::store::split_dst(dst, dst_offsets, &lens)?;
@@ -569,16 +615,9 @@ impl RemoteStore {
     /// Decodes records of exactly `stride` bytes back to back into `dst` (as
     /// [`crate::Store::gather_fixed`]).
     pub fn gather_fixed(&self, indices: &[u64], dst: &mut [u8], stride: u64) -> Result<()> {
-        let (n, size) = (indices.len(), dst.len());
-        if stride == 0 || (n as u64).checked_mul(stride) != Some(size as u64) {
-            let why = format!("buffer of {size} bytes does not hold {n} records of {stride} bytes");
-            return Err(Error::BadArgument(why));
-        }
+        let layout = fixed_layout(indices, dst, stride)?;
         let plan = self.plan(indices)?;
-        let layout = Layout { kind: loaderx_core::schema::Kind::Dense, item_bytes: stride };
-        for slot in &plan.slots {
-            layout.check(slot.index, u64::from(slot.logic)).map_err(|e| self.classified(e))?;
-        }
+        check_fit(self.at(), plan.slots.iter().map(|s| (s.index, s.logic)), layout)?;
         let data = self.fetch(&plan)?;
         self.decode(&plan, &data, dst.chunks_exact_mut(stride as usize).collect())
     }

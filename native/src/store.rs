@@ -202,11 +202,8 @@ impl Store {
 
     /// [`Layout::check`] for every checked record.
     fn check_fit(&self, indices: &[u64], locs: &[(RecordLoc, Codec)], layout: Layout) -> Result<()> {
-        for (&index, (loc, _)) in indices.iter().zip(locs) {
-            let fits = layout.check(index, u64::from(loc.logic_length));
-            fits.map_err(|e| Error::classified(self.shared.dir(), e))?;
-        }
-        Ok(())
+        let lens = locs.iter().map(|(loc, _)| loc.logic_length);
+        check_fit(self.shared.dir(), indices.iter().copied().zip(lens), layout)
     }
 
     /// Decodes records `indices` into `dst`, record `k` at byte `dst_offsets[k]`.
@@ -215,10 +212,7 @@ impl Store {
     /// the rayon pool in contiguous blocks, one zstd context per block, and each record is
     /// decoded (or copied) straight from the chunk mapping into `dst`.
     pub fn gather(&self, indices: &[u64], dst: &mut [u8], dst_offsets: &[u64]) -> Result<()> {
-        let (n, m) = (indices.len(), dst_offsets.len());
-        if n != m {
-            return Err(Error::BadArgument(format!("{n} indices but {m} destination offsets")));
-        }
+        check_offsets(indices, dst_offsets)?;
         self.gather_with(indices, None, |locs| {
             let lens: Vec<u64> = locs.iter().map(|(l, _)| u64::from(l.logic_length)).collect();
             split_dst(dst, dst_offsets, &lens)
@@ -230,12 +224,7 @@ impl Store {
     /// A record of any other length is an [`Error::Corrupt`] (the dense rule of
     /// [`Layout::check`]), never a misaligned batch.
     pub fn gather_fixed(&self, indices: &[u64], dst: &mut [u8], stride: u64) -> Result<()> {
-        let (n, size) = (indices.len(), dst.len());
-        if stride == 0 || (n as u64).checked_mul(stride) != Some(size as u64) {
-            let why = format!("buffer of {size} bytes does not hold {n} records of {stride} bytes");
-            return Err(Error::BadArgument(why));
-        }
-        let layout = Layout { kind: Kind::Dense, item_bytes: stride };
+        let layout = fixed_layout(indices, dst, stride)?;
         self.gather_with(indices, Some(layout), |_| Ok(dst.chunks_exact_mut(stride as usize).collect()))
     }
 
@@ -430,6 +419,38 @@ fn run_shard(dir: &Path, chunks: &Chunks, dict: Option<&Dictionary>, jobs: &mut 
 }
 
 /// Splits `dst` into the disjoint ranges `[offsets[k], offsets[k] + lens[k])`, in request order.
+/// The argument rule of [`Store::gather`] (and the remote one): one offset per index.
+pub(crate) fn check_offsets(indices: &[u64], dst_offsets: &[u64]) -> Result<()> {
+    let (n, m) = (indices.len(), dst_offsets.len());
+    if n != m {
+        return Err(Error::BadArgument(format!("{n} indices but {m} destination offsets")));
+    }
+    Ok(())
+}
+
+/// The argument rule of [`Store::gather_fixed`] (and the remote one): `dst` holds exactly
+/// `indices.len()` records of `stride > 0` bytes. Returns the dense layout records must fit.
+pub(crate) fn fixed_layout(indices: &[u64], dst: &[u8], stride: u64) -> Result<Layout> {
+    let (n, size) = (indices.len(), dst.len());
+    if stride == 0 || (n as u64).checked_mul(stride) != Some(size as u64) {
+        let why = format!("buffer of {size} bytes does not hold {n} records of {stride} bytes");
+        return Err(Error::BadArgument(why));
+    }
+    Ok(Layout { kind: Kind::Dense, item_bytes: stride })
+}
+
+/// [`Layout::check`] for each `(index, decoded length)`, errors located at `at`.
+pub(crate) fn check_fit(
+    at: &Path,
+    records: impl IntoIterator<Item = (u64, u32)>,
+    layout: Layout,
+) -> Result<()> {
+    for (index, len) in records {
+        layout.check(index, u64::from(len)).map_err(|e| Error::classified(at, e))?;
+    }
+    Ok(())
+}
+
 pub(crate) fn split_dst<'a>(dst: &'a mut [u8], offsets: &[u64], lens: &[u64]) -> Result<Vec<&'a mut [u8]>> {
     let size = dst.len() as u64;
     for (k, (&off, &len)) in offsets.iter().zip(lens).enumerate() {

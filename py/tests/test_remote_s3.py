@@ -145,6 +145,16 @@ def test_cli_reads_by_url(s3):
     assert code == 2 and "read-only" in err
 
 
+def test_cli_exports_by_url_the_local_array(s3, tmp_path):
+    name = "u8img_zstd_dict"
+    out_url, out_local = tmp_path / "url.npy", tmp_path / "local.npy"
+    for src, out in ((f"s3://{BUCKET}/fixtures/{name}", out_url), (FIXTURES / name / "store", out_local)):
+        p = subprocess.run([sys.executable, "-m", "loaderx", "export", str(src), str(out)], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+    a, b = np.load(out_url), np.load(out_local)
+    assert a.dtype == b.dtype and a.shape == b.shape and a.shape[0] > 0 and np.array_equal(a, b)
+
+
 def test_a_store_replaced_remotely_is_never_served_mixed(s3):
     name = "u8img_raw"
     store = FIXTURES / name / "store"
