@@ -135,9 +135,11 @@ bench-py: setup py-build
 bench-transform: setup py-build bench-venv
 	$(PY) scripts/bench.py transform
 
-## Remote stores on a local S3 server (moto) through a delay proxy: cold epochs beside MosaicML
+## Remote stores on a local S3 server (s3s-fs, installed once) through a delay proxy: cold epochs beside MosaicML
 ## Streaming and LitData (in .venv-bench), warm cache and loader beside the local store.
 bench-remote: setup py-build bench-venv
+	@test -x $(HOME)/.cache/loaderx-tools/bin/s3s-fs || \
+	  cargo install s3s-fs --version 0.14.1 --locked --features binary -j$(JOBS) --root $(HOME)/.cache/loaderx-tools
 	$(PY) scripts/bench.py remote
 
 ## torch, MosaicML Streaming and LitData for the benchmarks, in .venv-bench (installed once).

@@ -51,8 +51,10 @@ const MAX_GAP: u64 = 64 << 10;
 const MAX_MAPPED: usize = 256;
 /// A block held mapped is marked recently used in the cache at most this often.
 const TOUCH_EVERY: Duration = Duration::from_secs(10);
-/// Block requests in flight at once.
+/// Block requests in flight at once, through the cache.
 const MAX_FETCHES: usize = 16;
+/// Range requests in flight at once without the cache: a batch of 256 records is one round.
+const MAX_REQUESTS: usize = 256;
 /// Most bytes asked for in one request through the cache: neighbouring missing blocks are
 /// fetched together up to this (the range size AWS recommends for parallel ranged GETs).
 const FETCH_SPAN: u64 = 16 << 20;
@@ -211,7 +213,7 @@ impl RemoteStore {
             .iter()
             .map(|(k, _)| k.clone())
             .filter(|k| ["aws_", "google_", "azure_"].iter().any(|p| k.starts_with(p)))
-            .chain(options.options.iter().map(|(k, _)| k.to_ascii_lowercase()))
+            .chain(options.options.keys().map(|k| k.to_ascii_lowercase()))
             .collect();
         let (store, prefix) = object_store::parse_url_opts(&parsed, config)
             .map_err(|e| Error::Remote { url: url.to_owned(), source: e })?;
@@ -387,18 +389,12 @@ impl RemoteStore {
             .collect()
     }
 
-    /// Byte ranges of object `name`, of the version seen at open, merged where they are close
-    /// and fetched concurrently.
+    /// Byte ranges of object `name`, of the version seen at open, fetched concurrently (up to
+    /// [`MAX_REQUESTS`] at once, so a batch's ranges are one round of requests). Callers merge
+    /// close ranges first (core's planning does).
     async fn ranges(&self, name: &str, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
-        let path = self.prefix.clone().join(name);
-        let etag = self.etags.get(name).cloned().flatten();
-        let fetch = |range: Range<u64>| {
-            let (store, path) = (self.store.clone(), path.clone());
-            let options =
-                GetOptions { range: Some(range.into()), if_match: etag.clone(), ..Default::default() };
-            async move { store.get_opts(&path, options).await?.bytes().await }
-        };
-        object_store::coalesce_ranges(ranges, fetch, MAX_GAP).await.map_err(|e| self.remote(e))
+        let calls = ranges.iter().map(|r| self.get_range(name.to_owned(), r.clone()));
+        futures::stream::iter(calls).buffered(MAX_REQUESTS).try_collect().await
     }
 
     /// A plan's ranges through the disk cache. Each range is cut from the [`BLOCK`]s of its
@@ -460,22 +456,16 @@ impl RemoteStore {
             }
             let fetch = runs.iter().map(|&(chunk, first, n)| {
                 let end = (first + n - 1) * BLOCK + block_len(chunk, first + n - 1);
-                self.get_range(chunk, first * BLOCK..end)
+                self.get_range(format!("{chunk}.zr"), first * BLOCK..end)
             });
             let got =
                 self.block(futures::stream::iter(fetch).buffered(MAX_FETCHES).try_collect::<Vec<_>>())?;
             let mut pieces = Vec::with_capacity(missing.len());
             for (&(chunk, first, n), bytes) in runs.iter().zip(got) {
                 for b in first..first + n {
+                    // get_range answers exactly the bytes asked for.
                     let from = ((b - first) * BLOCK) as usize;
-                    let to = from + block_len(chunk, b) as usize;
-                    if to > bytes.len() {
-                        let why =
-                            format!("{chunk}.zr: a short answer ({} bytes) to a ranged read", bytes.len());
-                        return Err(self
-                            .remote(object_store::Error::Generic { store: "loaderx", source: why.into() }));
-                    }
-                    pieces.push(((chunk, b), bytes.slice(from..to)));
+                    pieces.push(((chunk, b), bytes.slice(from..from + block_len(chunk, b) as usize)));
                 }
             }
             let mut mapped = self.mapped.lock().unwrap_or_else(|e| e.into_inner());
@@ -527,14 +517,19 @@ impl RemoteStore {
         ObjectKey::new(&format!("{}/{name}", self.url), etag.as_deref(), size)
     }
 
-    /// One byte range of chunk file `chunk`, of the version seen at open.
-    async fn get_range(&self, chunk: u16, range: Range<u64>) -> Result<Bytes> {
-        let name = format!("{chunk}.zr");
+    /// One byte range of object `name`, of the version seen at open.
+    async fn get_range(&self, name: String, range: Range<u64>) -> Result<Bytes> {
         let path = self.prefix.clone().join(name.as_str());
         let if_match = self.etags.get(&name).cloned().flatten();
+        let want = range.end - range.start;
         let options = GetOptions { range: Some(range.into()), if_match, ..Default::default() };
         let got = async { self.store.get_opts(&path, options).await?.bytes().await };
-        got.await.map_err(|e| self.remote(e))
+        let bytes = got.await.map_err(|e| self.remote(e))?;
+        if bytes.len() as u64 != want {
+            let why = format!("{name}: {} bytes in answer to a ranged read of {want}", bytes.len());
+            return Err(self.remote(object_store::Error::Generic { store: "loaderx", source: why.into() }));
+        }
+        Ok(bytes)
     }
 
     fn remote(&self, source: object_store::Error) -> Error {
@@ -562,30 +557,14 @@ impl RemoteStore {
         read::plan_gather(&entries, &rules, false).map_err(|e| self.classified(e))
     }
 
-    /// Fetches a plan's ranges: through the disk cache when there is one, otherwise per chunk,
-    /// merged and concurrent.
+    /// Fetches a plan's ranges (merged by core when closer than [`MAX_GAP`]): through the disk
+    /// cache when there is one, otherwise directly, all at once.
     fn fetch(&self, plan: &GatherPlan) -> Result<Vec<Bytes>> {
         if let Some(cache) = &self.cache {
             return self.fetch_cached(cache, plan);
         }
-        let mut by_chunk: BTreeMap<u16, Vec<(usize, Range<u64>)>> = BTreeMap::new();
-        for (k, r) in plan.ranges.iter().enumerate() {
-            by_chunk.entry(r.chunk).or_default().push((k, r.start..r.end));
-        }
-        let calls = by_chunk.into_iter().map(|(chunk, ranges)| {
-            let name = format!("{chunk}.zr");
-            async move {
-                let wanted: Vec<Range<u64>> = ranges.iter().map(|(_, r)| r.clone()).collect();
-                let got = self.ranges(&name, &wanted).await?;
-                Ok::<_, Error>(ranges.into_iter().map(|(k, _)| k).zip(got).collect::<Vec<_>>())
-            }
-        });
-        let fetched = self.block(async { futures::future::try_join_all(calls).await })?;
-        let mut out = vec![Bytes::new(); plan.ranges.len()];
-        for (k, bytes) in fetched.into_iter().flatten() {
-            out[k] = bytes;
-        }
-        Ok(out)
+        let calls = plan.ranges.iter().map(|r| self.get_range(format!("{}.zr", r.chunk), r.start..r.end));
+        self.block(futures::stream::iter(calls).buffered(MAX_REQUESTS).try_collect())
     }
 
     /// Decodes a fetched plan into one destination slice per slot.
