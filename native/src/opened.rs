@@ -79,7 +79,9 @@ impl Opened {
             #[cfg(not(feature = "remote"))]
             {
                 let _ = remote;
-                return Err(Error::BadArgument(format!("{location}: this build reads local stores only")));
+                return Err(Error::BadArgument(format!(
+                    "{location}: this build of loaderx reads local stores only (it has no remote support)"
+                )));
             }
         }
         Store::open_with(location, OpenOptions { create }).map(Opened::Local)
