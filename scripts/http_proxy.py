@@ -24,6 +24,7 @@ class Proxy:
         self.delay = delay
         self.plan = []
         self._lock = threading.Lock()
+        self._local = threading.local()
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -47,11 +48,7 @@ class Proxy:
                 time.sleep(proxy.delay + (float(action.split(":")[1]) if action.startswith("delay:") else 0))
                 n = int(self.headers.get("Content-Length", 0) or 0)
                 body_in = self.rfile.read(n) if n else None
-                conn = http.client.HTTPConnection(proxy.upstream, timeout=60)
-                conn.request(self.command, self.path, body=body_in, headers=dict(self.headers.items()))
-                resp = conn.getresponse()
-                body = resp.read()
-                conn.close()
+                resp, body = proxy._upstream(self.command, self.path, body_in, dict(self.headers.items()))
                 self.send_response(resp.status)
                 for k, v in resp.getheaders():
                     if k.lower() not in ("connection", "transfer-encoding", "server", "date"):
@@ -70,6 +67,9 @@ class Proxy:
 
         class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
             daemon_threads = True
+            # Clients open many connections at once (a batch's ranges are one round): the
+            # default backlog of 5 would drop SYNs, each costing a 1 s retransmit.
+            request_queue_size = 1024
 
             def handle_error(self, request, client_address):
                 # A client that hangs up mid-request (a dropped or timed-out read) is routine
@@ -80,6 +80,23 @@ class Proxy:
         self._server = Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def _upstream(self, method, path, body, headers):
+        """Sends one request upstream on this thread's kept-alive connection (a new one after
+        any failure): (response, body)."""
+        for attempt in (0, 1):
+            conn = getattr(self._local, "conn", None)
+            if conn is None:
+                conn = self._local.conn = http.client.HTTPConnection(self.upstream, timeout=60)
+            try:
+                conn.request(method, path, body=body, headers=headers)
+                resp = conn.getresponse()
+                return resp, resp.read()
+            except (OSError, http.client.HTTPException):
+                conn.close()
+                self._local.conn = None
+                if attempt:
+                    raise
 
     def _next(self):
         with self._lock:
