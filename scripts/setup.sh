@@ -59,8 +59,8 @@ if ! .venv-ref/bin/python -c "import loaderx, numpy" 2>/dev/null; then
 fi
 # The project's own venv: build tools (maturin; zig from PyPI links the wheels of every
 # platform), the artifact checker's parsers (ELF, Mach-O, PE), test and demo dependencies.
-PY_DEPS="maturin ziglang pyelftools macholib pefile numpy msgpack pytest hypothesis tqdm scikit-learn moto[server] boto3"
-if ! .venv/bin/python -c "import maturin, ziglang, elftools, macholib, pefile, numpy, msgpack, pytest, tqdm, sklearn, hypothesis, moto, boto3" 2>/dev/null; then
+PY_DEPS="maturin ziglang pyelftools macholib pefile numpy msgpack pytest hypothesis tqdm scikit-learn moto[server] boto3 azure-storage-blob"
+if ! .venv/bin/python -c "import maturin, ziglang, elftools, macholib, pefile, numpy, msgpack, pytest, tqdm, sklearn, hypothesis, moto, boto3, azure.storage.blob" 2>/dev/null; then
   echo "setup: installing into .venv: $PY_DEPS"
   [ -x .venv/bin/python ] || python3 -m venv .venv
   .venv/bin/pip install -q -U pip
@@ -78,5 +78,13 @@ fi
 if [ ! -d js/node_modules/typescript ] || [ js/package-lock.json -nt js/node_modules/.package-lock.json ]; then
   echo "setup: npm ci in js/ (package-lock.json changed)"
   (cd js && npm ci --no-audit --no-fund --silent)
+fi
+# Azurite (Microsoft's Azure Storage emulator, from npm) for the az:// tests, kept outside the
+# repository so a fresh clone on this machine reuses it. Pinned like the other tools.
+AZURITE_DIR=$HOME/.cache/loaderx-tools/azurite
+if [ ! -x "$AZURITE_DIR/node_modules/.bin/azurite-blob" ]; then
+  echo "setup: installing azurite 3.37.0 into $AZURITE_DIR"
+  mkdir -p "$AZURITE_DIR"
+  (cd "$AZURITE_DIR" && npm install --no-audit --no-fund --silent azurite@3.37.0)
 fi
 echo "setup: ok"

@@ -114,20 +114,20 @@ async fn why_missing(url: &str, store: &dyn ObjectStore, prefix: &ObjectPath) ->
     if url.starts_with("http://") || url.starts_with("https://") {
         return no_meta();
     }
-    let bucket = url::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_default();
+    let parsed = url::Url::parse(url).ok();
+    let bucket = parsed.as_ref().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_default();
+    let azure = parsed.is_some_and(|u| matches!(u.scheme(), "az" | "abfs" | "abfss" | "azure" | "adl"));
+    let container = if azure { "container" } else { "bucket" };
     match store.list_with_delimiter(Some(prefix)).await {
         Ok(list) if list.objects.is_empty() && list.common_prefixes.is_empty() => {
-            missing(format!("nothing under this prefix in bucket {bucket} (no meta.zr): no such store"))
+            missing(format!("nothing under this prefix in {container} {bucket} (no meta.zr): no such store"))
         }
         Ok(_) => Error::NotAStore { path: url.into(), reason: "it holds objects but no meta.zr".into() },
         Err(e)
             if matches!(e, object_store::Error::NotFound { .. })
-                || e.to_string().contains("NoSuchBucket") =>
+                || ["NoSuchBucket", "ContainerNotFound"].iter().any(|w| e.to_string().contains(w)) =>
         {
-            missing(format!("no such bucket: {bucket}"))
-        }
-        Err(e) if e.to_string().contains("ContainerNotFound") => {
-            missing(format!("no such container: {bucket}"))
+            missing(format!("no such {container}: {bucket}"))
         }
         Err(_) => no_meta(),
     }
