@@ -8,6 +8,12 @@ Drop-in compatible with ``loaderx.dataloader`` of loaderx 0.9.11, with these gua
 * Resumable: :attr:`DataLoader.step`, :meth:`seek` and :meth:`state_dict` /
   :meth:`load_state_dict` restart exactly. The state is a few counters plus a fingerprint of the
   config, and a state from a different config is refused.
+* Elastic: the state does not depend on the process's shard. A state saved by any rank, with
+  any ``shard_count``, loads on any rank of any ``shard_count`` that divides the same global
+  ``batch_size``: step ``k``'s global batch is the same for every shard count, so the run's
+  samples are exactly those of an uninterrupted run, none repeated and none skipped. A state
+  with another global ``batch_size`` is refused: step ``k`` of a different batch size draws
+  other samples, so no step resumes it exactly.
 * Multi-host: ``shard_index``/``shard_count`` give each process its slice of the same global
   batch (``batch_size`` is the global size), so no other coordination is needed.
   :func:`jax_shard` and :func:`torch_shard` read the process's place from JAX or
@@ -222,13 +228,13 @@ class DataLoader:
         self._source = _BatchSource(self.streams, self.sampler, self.batch_size, self.shard_index, self.shard_count)
         if workers == "processes":
             self._process_spec()  # an unpicklable transform fails here, not in a worker
+        # What a state must match to resume exactly. Not the shard: batches are global (see
+        # the module doc, "Elastic").
         config = {
             "length": self.length,
             "batch_size": self.batch_size,
             "mode": int(self.sampler.mode),
             "seed": self.sampler.seed,
-            "shard_index": self.shard_index,
-            "shard_count": self.shard_count,
             "streams": sorted(self.streams),
         }
         self._config = config
@@ -317,15 +323,27 @@ class DataLoader:
             self._start = step
 
     def state_dict(self):
-        """Everything needed to resume exactly: the next step and the config's fingerprint."""
-        return {"step": self.step, "fingerprint": self._fingerprint, "config": dict(self._config)}
+        """Everything needed to resume exactly: the next step and the config's fingerprint. The
+        same on every rank (``shard_count`` is kept for information only)."""
+        return {
+            "step": self.step,
+            "fingerprint": self._fingerprint,
+            "config": dict(self._config),
+            "shard_count": self.shard_count,
+        }
 
     def load_state_dict(self, state):
-        """Resume from :meth:`state_dict`. A state from a different config is refused."""
-        if state.get("fingerprint") != self._fingerprint:
-            theirs = state.get("config", {})
+        """Resume from :meth:`state_dict`, saved by any rank with any ``shard_count``. A state
+        from a different config (seed, mode, length, streams or global ``batch_size``) is
+        refused with the differences."""
+        # States written before the loader was elastic also list the shard in their config.
+        theirs = {k: v for k, v in dict(state.get("config") or {}).items() if k not in ("shard_index", "shard_count")}
+        if theirs != self._config or "step" not in state:
             diff = {k: (theirs.get(k), v) for k, v in self._config.items() if theirs.get(k) != v}
-            raise ValueError(f"the state is from a different DataLoader config (theirs, ours): {diff}")
+            why = f"the state is from a different DataLoader config (theirs, ours): {diff}"
+            if "batch_size" in diff:
+                why += "; the global batch_size must stay the same to resume exactly"
+            raise ValueError(why)
         self.seek(state["step"])
 
     def __len__(self):
