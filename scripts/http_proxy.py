@@ -8,6 +8,8 @@ request to an upstream server, after an optional per-request action taken from a
 * ``"short"``: forward, then send only half of the body and close.
 
 ``Proxy.plan`` is consumed one action per request; ``Proxy.delay`` is added to every request.
+``Proxy.requests`` counts the requests seen and ``Proxy.peak`` the most in flight at once
+(``Proxy.reset_counts()`` zeroes both).
 """
 
 import http.client
@@ -25,6 +27,7 @@ class Proxy:
         self.plan = []
         self._lock = threading.Lock()
         self._local = threading.local()
+        self.requests = self.peak = self._inflight = 0
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -34,6 +37,17 @@ class Proxy:
                 pass
 
             def _forward(self):
+                with proxy._lock:
+                    proxy.requests += 1
+                    proxy._inflight += 1
+                    proxy.peak = max(proxy.peak, proxy._inflight)
+                try:
+                    self._answer()
+                finally:
+                    with proxy._lock:
+                        proxy._inflight -= 1
+
+            def _answer(self):
                 action = proxy._next()
                 if action == "drop":
                     self.close_connection = True
@@ -97,6 +111,10 @@ class Proxy:
                 self._local.conn = None
                 if attempt:
                     raise
+
+    def reset_counts(self):
+        with self._lock:
+            self.requests = self.peak = 0
 
     def _next(self):
         with self._lock:

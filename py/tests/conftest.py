@@ -274,3 +274,17 @@ def golden_stores(tmp_path_factory):
     subprocess.run([sys.executable, str(script), str(out)], check=True, capture_output=True)
     stores = json.loads((out / "manifest.json").read_text())["stores"]
     return {name: out / entry["path"] for name, entry in stores.items()}
+
+
+@pytest.fixture(scope="session")
+def spread_store(tmp_path_factory):
+    """A store of 2,000 incompressible 12 KiB records (zstd): 256 random ones lie far apart,
+    so a gather needs many separate ranges. Returns (the directory holding it, its name)."""
+    import numpy as np
+
+    from loaderx.converter import from_numpy
+
+    root = tmp_path_factory.mktemp("spread")
+    rng = np.random.default_rng(1)
+    from_numpy(root / "store", rng.integers(0, 256, size=(2000, 12 << 10), dtype=np.uint8), codec="zstd", progress=False)
+    return root, "store"

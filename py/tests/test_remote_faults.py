@@ -72,3 +72,42 @@ def test_a_slow_server_is_an_error_within_the_deadline(proxy):
     assert time.monotonic() - start < 4, "the deadline was not kept"
     assert base in str(e.value)
     faults.plan = []
+
+
+def test_a_batch_is_one_round_of_concurrent_requests_with_the_gil_released(proxy, spread_store):
+    """256 random records far apart: their ranges are all in flight at once (the proxy's peak
+    concurrency), not one after another, and Python threads run while the call waits."""
+    import threading
+
+    base, faults = proxy
+    local = Zrecord._existing(spread_store[0] / spread_store[1])
+    z = Zrecord(f"{base}/spread/{spread_store[1]}")
+    rng = np.random.default_rng(3)
+    warm = np.arange(len(local))
+    z.lengths(warm)  # the whole table, so the gather below fetches only records
+    idxs = rng.choice(len(local), 256, replace=False)
+    lens = local.lengths(idxs)
+    offs = np.concatenate([[0], np.cumsum(lens.astype(np.uint64))[:-1]]).astype(np.uint64)
+    want, got = np.empty(int(lens.sum()), np.uint8), np.full(int(lens.sum()), 0xAB, np.uint8)
+    local.gather(idxs, want, offs)
+    ticks, stop = [0], threading.Event()
+
+    def count():  # sleeps between ticks, so it does not starve the proxy's threads of the GIL
+        while not stop.is_set():
+            ticks[0] += 1
+            time.sleep(0.001)
+
+    faults.reset_counts()
+    faults.delay = 1.0
+    ticker = threading.Thread(target=count)
+    ticker.start()
+    try:
+        z.gather(idxs, got, offs)
+    finally:
+        stop.set()
+        ticker.join()
+        faults.delay = 0.0
+    assert np.array_equal(got, want)
+    assert faults.requests >= 50, f"only {faults.requests} requests: the records were not spread out"
+    assert faults.peak >= faults.requests // 2, f"{faults.requests} requests but at most {faults.peak} at once"
+    assert ticks[0] > 100, "the calling thread held the GIL while it waited"

@@ -21,7 +21,7 @@ NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").e
 
 
 @pytest.fixture(scope="module")
-def http(tmp_path_factory, golden_stores):
+def http(tmp_path_factory, golden_stores, spread_store):
     if NGINX is None:
         pytest.skip("nginx is not installed (scripts/setup.sh installs nginx-light)")
     root = tmp_path_factory.mktemp("nginx")
@@ -48,6 +48,9 @@ http {{
         root {FIXTURES};
         location /golden/ {{
             alias {next(iter(golden_stores.values())).parent}/;
+        }}
+        location /spread/ {{
+            alias {spread_store[0]}/;
         }}
         location /norange/ {{
             alias {FIXTURES}/;
