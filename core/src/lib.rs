@@ -10,6 +10,7 @@ pub mod dtype;
 pub mod error;
 pub mod format;
 pub mod journal;
+pub mod manifest;
 pub mod plan;
 pub mod read;
 pub mod sampler;

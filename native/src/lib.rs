@@ -21,6 +21,8 @@
 //! that tries to write is refused ([`Error::Locked`]); readers never lock.
 //!
 //! Layout (each module's docs state its invariants; dependencies only point down the list):
+//! * `many`: [`Many`]: a manifest's stores read as one, and manifest commits;
+//! * `opened`: [`Opened`]: a local store or, with `remote`, a remote one behind one type;
 //! * `store`: [`Store`]: opening and the read path, and the public write methods, which check
 //!   arguments, take the locks and delegate to
 //! * `writer`: the writer half of a handle (append, delete, compact, train_dict, sync);
@@ -42,6 +44,7 @@ mod files;
 pub mod fuzzing;
 mod io;
 mod journal;
+mod many;
 mod map;
 mod opened;
 #[cfg(feature = "remote")]
@@ -58,6 +61,7 @@ pub use io::disk_usage;
 pub use loaderx_core::error::{Classify, ErrorKind, Location, StoreFile};
 pub use loaderx_core::format::{Codec, Header, RecordLoc};
 pub use loaderx_core::schema::{Layout, Schema};
+pub use many::{commit, read_manifest, write_manifest, Many};
 pub use opened::{is_url, CacheConfig, Opened, RemoteOptions};
 #[cfg(feature = "remote")]
 pub use remote::RemoteStore;

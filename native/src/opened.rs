@@ -142,6 +142,10 @@ impl Opened {
         either!(self, s => s.gather(indices, dst, offsets))
     }
 
+    pub fn gather_pieces(&self, indices: &[u64], pieces: Vec<&mut [u8]>) -> Result<()> {
+        either!(self, s => s.gather_pieces(indices, pieces))
+    }
+
     pub fn gather_fixed(&self, indices: &[u64], dst: &mut [u8], stride: u64) -> Result<()> {
         either!(self, s => s.gather_fixed(indices, dst, stride))
     }

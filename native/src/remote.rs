@@ -41,7 +41,7 @@ use rayon::prelude::*;
 use crate::cache::{DiskCache, ObjectKey, BLOCK};
 use crate::error::{Error, Result};
 use crate::opened::RemoteOptions;
-use crate::store::{check_fit, check_offsets, fixed_layout};
+use crate::store::{check_fit, check_offsets, check_pieces, fixed_layout};
 
 /// Largest decoded output of one call.
 const MAX_OUT: u64 = 4 << 30;
@@ -589,6 +589,15 @@ impl RemoteStore {
         let dsts = crate::store::split_dst(dst, dst_offsets, &lens)?;
         let data = self.fetch(&plan)?;
         self.decode(&plan, &data, dsts)
+    }
+
+    /// Decodes records `indices` into `pieces`, one per record of exactly its decoded length
+    /// (as [`crate::Store::gather_pieces`]).
+    pub fn gather_pieces(&self, indices: &[u64], pieces: Vec<&mut [u8]>) -> Result<()> {
+        let plan = self.plan(indices)?;
+        check_pieces(plan.slots.iter().map(|s| s.logic), &pieces)?;
+        let data = self.fetch(&plan)?;
+        self.decode(&plan, &data, pieces)
     }
 
     /// Decodes records of exactly `stride` bytes back to back into `dst` (as

@@ -228,6 +228,16 @@ impl Store {
         self.gather_with(indices, Some(layout), |_| Ok(dst.chunks_exact_mut(stride as usize).collect()))
     }
 
+    /// Decodes records `indices` into `pieces`, one slice per record of exactly its decoded
+    /// length (a piece of another length is [`Error::BadArgument`]). How a gather over many
+    /// stores hands each store its share of one destination.
+    pub fn gather_pieces(&self, indices: &[u64], pieces: Vec<&mut [u8]>) -> Result<()> {
+        self.gather_with(indices, None, |locs| {
+            check_pieces(locs.iter().map(|(l, _)| l.logic_length), &pieces)?;
+            Ok(pieces)
+        })
+    }
+
     /// The read path of both gathers: checks the indices and entries (and that every record
     /// fits `layout`, if given) before `dsts` cuts the destinations, then decodes.
     fn gather_with<'d>(
@@ -419,6 +429,24 @@ fn run_shard(dir: &Path, chunks: &Chunks, dict: Option<&Dictionary>, jobs: &mut 
 }
 
 /// Splits `dst` into the disjoint ranges `[offsets[k], offsets[k] + lens[k])`, in request order.
+/// The argument rule of [`Store::gather_pieces`] (and the remote one): one piece per record,
+/// of exactly its decoded length.
+pub(crate) fn check_pieces(lens: impl ExactSizeIterator<Item = u32>, pieces: &[&mut [u8]]) -> Result<()> {
+    let (n, m) = (lens.len(), pieces.len());
+    if n != m {
+        return Err(Error::BadArgument(format!("{n} records but {m} destination pieces")));
+    }
+    for (k, (len, piece)) in lens.zip(pieces).enumerate() {
+        if piece.len() as u64 != u64::from(len) {
+            return Err(Error::BadArgument(format!(
+                "destination piece {k} is {} bytes but record {k} decodes to {len}",
+                piece.len()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The argument rule of [`Store::gather`] (and the remote one): one offset per index.
 pub(crate) fn check_offsets(indices: &[u64], dst_offsets: &[u64]) -> Result<()> {
     let (n, m) = (indices.len(), dst_offsets.len());
