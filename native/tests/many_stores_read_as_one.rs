@@ -15,7 +15,7 @@ const ROW: usize = 6;
 fn make(dir: &Path, first: usize, n: usize, dtype: &str) {
     let store = Store::open_or_create(dir).unwrap();
     if n > 0 {
-        let bytes: Vec<u8> = (first..first + n).flat_map(|i| row(i)).collect();
+        let bytes: Vec<u8> = (first..first + n).flat_map(row).collect();
         let offsets: Vec<u64> = (0..n as u64).map(|k| k * ROW as u64).collect();
         store.append(&bytes, &offsets, if first % 2 == 0 { Codec::Zstd } else { Codec::Raw }).unwrap();
     }

@@ -5,7 +5,9 @@
 //! `loaderx-core` and `loaderx-native`; the Python API lives in the pure-Python package.
 
 mod error;
+mod many;
 mod pool;
+mod reads;
 mod schema;
 mod threads;
 
@@ -24,10 +26,31 @@ use crate::error::{closed, core_to_py, to_py};
 /// A read-only 1-D uint8 array (record bytes).
 type Bytes<'py> = PyReadonlyArray1<'py, u8>;
 /// A read-only 1-D uint64 array (indices, offsets, sizes).
-type U64s<'py> = PyReadonlyArray1<'py, u64>;
+pub(crate) type U64s<'py> = PyReadonlyArray1<'py, u64>;
 
 fn codec(tag: u8) -> PyResult<Codec> {
     Codec::from_tag(tag).ok_or_else(|| crate::error::argument(format!("unknown codec tag {tag}")))
+}
+
+/// How stores behind URLs are reached, from the Python arguments.
+pub(crate) fn remote_options(
+    storage_options: Option<std::collections::BTreeMap<String, String>>,
+    deadline: Option<f64>,
+    cache_dir: Option<std::path::PathBuf>,
+    cache_bytes: Option<u64>,
+) -> PyResult<RemoteOptions> {
+    let mut remote = RemoteOptions { options: storage_options.unwrap_or_default(), ..Default::default() };
+    remote.cache = match (cache_dir, cache_bytes) {
+        (Some(dir), Some(max_bytes)) => Some(CacheConfig { dir, max_bytes }),
+        (None, None) => None,
+        _ => return Err(crate::error::argument("cache_dir and cache_bytes go together".into())),
+    };
+    if let Some(secs) = deadline {
+        remote.deadline = std::time::Duration::try_from_secs_f64(secs).map_err(|_| {
+            crate::error::argument(format!("deadline must be a positive number of seconds, got {secs}"))
+        })?;
+    }
+    Ok(remote)
 }
 
 /// A record store handle. Thread-safe: every method may be called from any thread.
@@ -56,17 +79,7 @@ impl Store {
         cache_dir: Option<std::path::PathBuf>,
         cache_bytes: Option<u64>,
     ) -> PyResult<Self> {
-        let mut remote = RemoteOptions { options: storage_options.unwrap_or_default(), ..Default::default() };
-        remote.cache = match (cache_dir, cache_bytes) {
-            (Some(dir), Some(max_bytes)) => Some(CacheConfig { dir, max_bytes }),
-            (None, None) => None,
-            _ => return Err(crate::error::argument("cache_dir and cache_bytes go together".into())),
-        };
-        if let Some(secs) = deadline {
-            remote.deadline = std::time::Duration::try_from_secs_f64(secs).map_err(|_| {
-                crate::error::argument(format!("deadline must be a positive number of seconds, got {secs}"))
-            })?;
-        }
+        let remote = remote_options(storage_options, deadline, cache_dir, cache_bytes)?;
         let path = path.to_string_lossy().into_owned();
         let store = py.detach(|| Handle::open(&path, create, &remote)).map_err(to_py)?;
         Ok(Store { inner: RwLock::new(Some(Arc::new(store))) })
@@ -105,10 +118,7 @@ impl Store {
     }
 
     fn lengths<'py>(&self, py: Python<'py>, idxs: U64s<'py>) -> PyResult<Bound<'py, PyArray1<u32>>> {
-        let store = self.get()?;
-        let idxs = idxs.as_slice()?;
-        let lens = py.detach(|| store.lengths(idxs)).map_err(to_py)?;
-        Ok(PyArray1::from_vec(py, lens))
+        reads::lengths(py, &*self.get()?, idxs)
     }
 
     /// Logical lengths of records `idxs`, each checked to fit `schema` (core's one rule).
@@ -118,11 +128,7 @@ impl Store {
         idxs: U64s<'py>,
         schema: &schema::Schema,
     ) -> PyResult<Bound<'py, PyArray1<u32>>> {
-        let store = self.get()?;
-        let layout = schema.layout()?;
-        let idxs = idxs.as_slice()?;
-        let lens = py.detach(|| store.lengths_fitting(idxs, layout)).map_err(to_py)?;
-        Ok(PyArray1::from_vec(py, lens))
+        reads::lengths_fitting(py, &*self.get()?, idxs, schema)
     }
 
     /// Decodes records `idxs` into the byte array `dst` at byte `offsets`.
@@ -130,13 +136,10 @@ impl Store {
         &self,
         py: Python<'_>,
         idxs: U64s<'_>,
-        mut dst: PyReadwriteArray1<'_, u8>,
+        dst: PyReadwriteArray1<'_, u8>,
         offsets: U64s<'_>,
     ) -> PyResult<()> {
-        let store = self.get()?;
-        let (idxs, offsets) = (idxs.as_slice()?, offsets.as_slice()?);
-        let dst = dst.as_slice_mut()?;
-        py.detach(|| threads::run(|| store.gather(idxs, dst, offsets))).map_err(to_py)
+        reads::gather(py, &*self.get()?, idxs, dst, offsets)
     }
 
     /// Gathers records `idxs`, each exactly `stride` bytes, into a new uint8 array of
@@ -147,16 +150,7 @@ impl Store {
         idxs: U64s<'py>,
         stride: u64,
     ) -> PyResult<Bound<'py, PyArray1<u8>>> {
-        let store = self.get()?;
-        let idxs = idxs.as_slice()?;
-        let len = (idxs.len() as u64)
-            .checked_mul(stride)
-            .and_then(|n| usize::try_from(n).ok())
-            .ok_or_else(|| crate::error::argument("batch too large".into()))?;
-        let mut buffer = pool::take(len);
-        py.detach(|| threads::run(|| store.gather_fixed(idxs, buffer.as_mut_slice(), stride)))
-            .map_err(to_py)?;
-        pool::into_array(py, buffer)
+        reads::gather_fixed_new(py, &*self.get()?, idxs, stride)
     }
 
     /// Appends the records packed in `src` (record k starts at `offsets[k]`); returns the first
@@ -312,6 +306,8 @@ fn _loaderx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(is_url, m)?)?;
     m.add("ERROR_CODES", error::codes(m.py())?)?;
     m.add_class::<Sampler>()?;
+    m.add_class::<many::Many>()?;
+    m.add_function(wrap_pyfunction!(many::commit, m)?)?;
     let codecs = PyDict::new(m.py());
     for c in Codec::ALL {
         codecs.set_item(c.name(), c as u8)?;

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _loaderx
+from .manifest import _manifest_file, _Records
 from .zrecord import CODECS, SCHEMA, Zrecord, _indices, _location
 
 __all__ = ["DenseDataset", "RaggedDataset", "pad"]
@@ -50,13 +51,18 @@ def pad(records, max_len=None, pad_value=0):
 
 
 def _open(path, kind, storage_options, cache):
-    """The store at ``path`` (a directory or a URL) and its schema, checked for ``kind`` by the
-    engine. Opening never creates a store."""
+    """The store at ``path`` (a directory or a URL), or the stores of a manifest
+    (:mod:`loaderx.manifest`), and the schema, checked for ``kind`` by the engine. Opening never
+    creates a store."""
     where = _location(path)
     missing = FileNotFoundError(f"{os.fspath(where)}: no {SCHEMA} there; it is not a loaderx dataset")
-    if isinstance(where, Path) and not (where / "meta.zr").is_file():
+    listed = _manifest_file(where)
+    if listed is not None:
+        store = _Records(listed, storage_options, cache)
+    elif isinstance(where, Path) and not (where / "meta.zr").is_file():
         raise missing
-    store = Zrecord._existing(where, storage_options, cache)
+    else:
+        store = Zrecord._existing(where, storage_options, cache)
     schema = store._s.schema()
     if schema is None:
         store.close()
