@@ -647,6 +647,39 @@ def section_transform(args, torch_side, work):
     print()
 
 
+def section_many(args, work):
+    """The loader over 8 stores listed in a manifest against one store of the same records
+    (rounds interleaved, medians): what reading many stores as one costs."""
+    from loaderx import manifest
+    from loaderx.converter import from_numpy
+    from loaderx.dataloader import DataLoader
+    from loaderx.dataset import DenseDataset
+
+    n = 4000 if args.quick else 20_000
+    rounds = 3 if args.quick else 5
+    n_batches = 100 if args.quick else 300
+    print(f"== many stores as one: 12 KiB records, {n} of them, batch {BATCH}, 4 workers, IID ==")
+    rng = np.random.default_rng(8)
+    data = mild_bytes(rng, (n, 64, 64, 3))
+    for codec in ("raw", "zstd"):
+        one, many = work / f"many_one_{codec}", work / f"many_{codec}"
+        shutil.rmtree(one, ignore_errors=True)
+        shutil.rmtree(many, ignore_errors=True)
+        from_numpy(one, data, codec=codec, progress=False)
+        bounds = np.linspace(0, n, 9).astype(int)
+        for k in range(8):
+            from_numpy(many / f"part-{k}", data[bounds[k] : bounds[k + 1]], codec=codec, progress=False)
+        manifest.commit(many, [f"part-{k}" for k in range(8)])
+        os.sync()
+        rates = {"one": [], "many": []}
+        for _ in range(rounds):
+            rates["one"].append(time_loader(DataLoader, DenseDataset, [one], n_batches, 4))
+            rates["many"].append(time_loader(DataLoader, DenseDataset, [many], n_batches, 4))
+        a, b = median(rates["one"]), median(rates["many"])
+        print(f"{codec:<5} one store {a:8.1f} batches/s   8 stores as one {b:8.1f} batches/s   ratio {b / a:.2f}x")
+    print()
+
+
 def main():
     if "--worker" in sys.argv:
         worker_main()
@@ -655,7 +688,7 @@ def main():
         torch_worker_main()
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("section", nargs="?", default="all", choices=["sampler", "store", "loader", "transform", "remote", "all"])
+    parser.add_argument("section", nargs="?", default="all", choices=["sampler", "store", "loader", "many", "transform", "remote", "all"])
     parser.add_argument("--quick", action="store_true", help="a small, fast run")
     default_ref = ROOT / ".venv-ref" / "bin" / "python"
     parser.add_argument("--ref-python", default=str(default_ref) if default_ref.exists() else None)
@@ -675,8 +708,8 @@ def main():
     else:
         ref = Reference(args.ref_python) if args.ref_python else None
     try:
-        for name in ("sampler", "store", "loader", "transform", "remote"):
-            if args.section == name or (args.section == "all" and name not in ("transform", "remote")):
+        for name in ("sampler", "store", "loader", "many", "transform", "remote"):
+            if args.section == name or (args.section == "all" and name not in ("transform", "remote", "many")):
                 machine_block()
                 if name == "sampler":
                     section_sampler(args, ref)
@@ -684,6 +717,8 @@ def main():
                     section_store(args, ref, work)
                 elif name == "loader":
                     section_loader(args, ref, work)
+                elif name == "many":
+                    section_many(args, work)
                 elif name == "remote":
                     sys.path.insert(0, str(ROOT / "scripts"))
                     from bench_remote import section_remote

@@ -7,7 +7,10 @@
 //!   since it was listed, or is missing, fails the open naming it.
 //! * A gather checks every index against the total, then splits the request by store and
 //!   gathers the stores' shares in parallel, each straight into its records' places in the
-//!   caller's buffer (disjoint pieces, checked once).
+//!   caller's buffer (disjoint pieces, checked once). Each store checks its share before
+//!   writing, but the shares run at once: when one fails, the buffer may already hold other
+//!   stores' records (unspecified contents, as after a failed remote gather; never a wrong record
+//!   reported as read).
 //! * A manifest file is replaced atomically (temporary file, fsync, rename, directory fsync): a
 //!   reader sees the old list or the new one, and a commit that fails (a store that does not
 //!   open or does not match) writes nothing.
@@ -167,7 +170,12 @@ impl Many {
 
     /// Gathers the stores' shares in parallel, each record into its own piece (`pieces` in
     /// request order).
-    fn gather_split(&self, parts: Vec<manifest::Part>, pieces: Vec<&mut [u8]>) -> Result<()> {
+    fn gather_split(
+        &self,
+        parts: Vec<manifest::Part>,
+        pieces: Vec<&mut [u8]>,
+        layout: Option<Layout>,
+    ) -> Result<()> {
         let mut slots: Vec<Option<&mut [u8]>> = pieces.into_iter().map(Some).collect();
         let shares: Vec<(manifest::Part, Vec<&mut [u8]>)> = parts
             .into_iter()
@@ -176,7 +184,9 @@ impl Many {
                 (p, mine)
             })
             .collect();
-        shares.into_par_iter().try_for_each(|(p, mine)| self.stores[p.store].gather_pieces(&p.local, mine))
+        shares
+            .into_par_iter()
+            .try_for_each(|(p, mine)| self.stores[p.store].gather_pieces(&p.local, mine, layout))
     }
 
     /// Decodes records `indices` into `dst`, record `k` at byte `dst_offsets[k]` (as
@@ -185,15 +195,14 @@ impl Many {
         check_offsets(indices, dst_offsets)?;
         let lens: Vec<u64> = self.lengths(indices)?.into_iter().map(u64::from).collect();
         let parts = self.split(indices)?;
-        self.gather_split(parts, split_dst(dst, dst_offsets, &lens)?)
+        self.gather_split(parts, split_dst(dst, dst_offsets, &lens)?, None)
     }
 
     /// Decodes records of exactly `stride` bytes back to back into `dst` (as
     /// [`crate::Store::gather_fixed`]).
     pub fn gather_fixed(&self, indices: &[u64], dst: &mut [u8], stride: u64) -> Result<()> {
         let layout = fixed_layout(indices, dst, stride)?;
-        self.lengths_fitting(indices, layout)?;
         let parts = self.split(indices)?;
-        self.gather_split(parts, dst.chunks_exact_mut(stride as usize).collect())
+        self.gather_split(parts, dst.chunks_exact_mut(stride as usize).collect(), Some(layout))
     }
 }

@@ -142,8 +142,13 @@ impl Opened {
         either!(self, s => s.gather(indices, dst, offsets))
     }
 
-    pub fn gather_pieces(&self, indices: &[u64], pieces: Vec<&mut [u8]>) -> Result<()> {
-        either!(self, s => s.gather_pieces(indices, pieces))
+    pub fn gather_pieces(
+        &self,
+        indices: &[u64],
+        pieces: Vec<&mut [u8]>,
+        layout: Option<Layout>,
+    ) -> Result<()> {
+        either!(self, s => s.gather_pieces(indices, pieces, layout))
     }
 
     pub fn gather_fixed(&self, indices: &[u64], dst: &mut [u8], stride: u64) -> Result<()> {

@@ -593,8 +593,16 @@ impl RemoteStore {
 
     /// Decodes records `indices` into `pieces`, one per record of exactly its decoded length
     /// (as [`crate::Store::gather_pieces`]).
-    pub fn gather_pieces(&self, indices: &[u64], pieces: Vec<&mut [u8]>) -> Result<()> {
+    pub fn gather_pieces(
+        &self,
+        indices: &[u64],
+        pieces: Vec<&mut [u8]>,
+        layout: Option<Layout>,
+    ) -> Result<()> {
         let plan = self.plan(indices)?;
+        if let Some(layout) = layout {
+            check_fit(self.at(), plan.slots.iter().map(|s| (s.index, s.logic)), layout)?;
+        }
         check_pieces(plan.slots.iter().map(|s| s.logic), &pieces)?;
         let data = self.fetch(&plan)?;
         self.decode(&plan, &data, pieces)

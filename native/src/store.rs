@@ -231,8 +231,14 @@ impl Store {
     /// Decodes records `indices` into `pieces`, one slice per record of exactly its decoded
     /// length (a piece of another length is [`Error::BadArgument`]). How a gather over many
     /// stores hands each store its share of one destination.
-    pub fn gather_pieces(&self, indices: &[u64], pieces: Vec<&mut [u8]>) -> Result<()> {
-        self.gather_with(indices, None, |locs| {
+    /// With `layout`, every record must fit it first (as [`Store::gather_fixed`] checks).
+    pub fn gather_pieces(
+        &self,
+        indices: &[u64],
+        pieces: Vec<&mut [u8]>,
+        layout: Option<Layout>,
+    ) -> Result<()> {
+        self.gather_with(indices, layout, |locs| {
             check_pieces(locs.iter().map(|(l, _)| l.logic_length), &pieces)?;
             Ok(pieces)
         })
