@@ -308,3 +308,22 @@ def test_the_readme_s3_block_runs(s3, tmp_path):
     code = blocks[0].replace("/tmp/loaderx-cache", str(tmp_path / "cache"))
     p = subprocess.run([sys.executable, "-c", code + "\nassert batch['data'].shape == (256, 8, 8)\nloader.close()\n"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
+
+
+def test_a_manifest_lists_stores_by_url(s3, tmp_path):
+    """A local manifest whose stores live in the bucket: one dataset over all of them, checked
+    at open against the listed lengths."""
+    from loaderx import manifest
+
+    name = "u8img_zstd"
+    for part in ("a", "b"):
+        for f in (FIXTURES / name / "store").iterdir():
+            s3.upload_file(str(f), BUCKET, f"parts/{part}/{f.name}")
+    urls = [f"s3://{BUCKET}/parts/a", f"s3://{BUCKET}/parts/b"]
+    manifest.commit(tmp_path, urls)
+    local = DenseDataset(FIXTURES / name / "store")
+    many = DenseDataset(tmp_path)
+    n = len(local)
+    assert len(many) == 2 * n and [u for u, _ in manifest.stores(tmp_path)] == urls
+    idx = np.random.default_rng(1).integers(0, 2 * n, 64)
+    assert np.array_equal(many[idx], local[idx % n])
