@@ -11,6 +11,7 @@ pub mod error;
 pub mod format;
 pub mod journal;
 pub mod manifest;
+pub mod mix;
 pub mod plan;
 pub mod read;
 pub mod sampler;
