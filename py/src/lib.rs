@@ -6,6 +6,7 @@
 
 mod error;
 mod many;
+mod mix;
 mod pool;
 mod reads;
 mod schema;
@@ -307,6 +308,7 @@ fn _loaderx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ERROR_CODES", error::codes(m.py())?)?;
     m.add_class::<Sampler>()?;
     m.add_class::<many::Many>()?;
+    m.add_class::<mix::Mixer>()?;
     m.add_function(wrap_pyfunction!(many::commit, m)?)?;
     let codecs = PyDict::new(m.py());
     for c in Codec::ALL {

@@ -193,6 +193,7 @@ class DataLoader:
         shard_index=0,
         shard_count=1,
         workers="threads",
+        _mix=None,
     ):
         self.streams = dict(streams)
         if not self.streams:
@@ -211,8 +212,8 @@ class DataLoader:
                 f"use a multiple of {shard_count}"
             )
         self.length = next(iter(lengths.values()))
-        self.sampler = Sampler(self.length, batch_size, mode, seed)
-        if shard_count > 1 and self.sampler._s.batch_len != int(batch_size):
+        self.sampler = _mix if _mix is not None else Sampler(self.length, batch_size, mode, seed)
+        if shard_count > 1 and _mix is None and self.sampler._s.batch_len != int(batch_size):
             raise ValueError(f"a CYCLIC batch of {self.length} < batch_size records cannot be sharded")
         self.batch_size = int(batch_size)
         self.num_workers = int(num_workers)
@@ -237,6 +238,9 @@ class DataLoader:
             "seed": self.sampler.seed,
             "streams": sorted(self.streams),
         }
+        if _mix is not None:
+            # A state loads with new weights, never into another set of datasets.
+            config["mix"] = _mix.lengths
         self._config = config
         self._fingerprint = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
         self._start = 0
@@ -325,12 +329,16 @@ class DataLoader:
     def state_dict(self):
         """Everything needed to resume exactly: the next step and the config's fingerprint. The
         same on every rank (``shard_count`` is kept for information only)."""
-        return {
+        state = {
             "step": self.step,
             "fingerprint": self._fingerprint,
             "config": dict(self._config),
             "shard_count": self.shard_count,
         }
+        if "mix" in self._config:
+            state["weights"] = list(self.sampler.weights)
+            state["positions"] = self.sampler.positions_at(state["step"])
+        return state
 
     def load_state_dict(self, state):
         """Resume from :meth:`state_dict`, saved by any rank with any ``shard_count``. A state
@@ -344,7 +352,40 @@ class DataLoader:
             if "batch_size" in diff:
                 why += "; the global batch_size must stay the same to resume exactly"
             raise ValueError(why)
+        if "mix" in self._config:
+            if len(state.get("positions") or ()) != len(self._config["mix"]):
+                raise ValueError("the state has no stream positions for this mix")
+            with self._guard():
+                self._stop_pipeline()
+                self.sampler.rebase(state["step"], state["positions"])
         self.seek(state["step"])
+
+    @classmethod
+    def mix(cls, sources, weights, batch_size=256, mode=1, seed=42, **kwargs):
+        """A loader over several datasets in fixed proportions (see :mod:`loaderx.mix`).
+
+        ``sources`` is a list of stream dicts (the ``streams`` a DataLoader takes), all with the
+        same names and record layouts; ``weights`` has one non-negative weight per source.
+        Every batch holds exactly the largest-remainder share of ``batch_size`` from each
+        source, deterministic in (seed, step) whatever the worker count. ``state_dict`` records
+        where each source's stream stands, and a state loads with new weights.
+        """
+        from .mix import MixSampler, _Joined
+
+        sources = [dict(s) for s in sources]
+        if not sources:
+            raise ValueError("mix needs at least one source")
+        names = sorted(sources[0])
+        for k, src in enumerate(sources):
+            if sorted(src) != names:
+                raise ValueError(f"source {k} has streams {sorted(src)}, but source 0 has {names}")
+            lengths = {len(ds) for ds in src.values()}
+            if len(lengths) != 1:
+                raise ValueError(f"source {k}: its streams must have the same length, got {sorted(lengths)}")
+        lengths = [len(next(iter(src.values()))) for src in sources]
+        sampler = MixSampler(lengths, weights, batch_size, mode, seed)
+        streams = {name: _Joined([src[name] for src in sources]) for name in names}
+        return cls(streams, batch_size=batch_size, mode=mode, seed=seed, _mix=sampler, **kwargs)
 
     def __len__(self):
         raise TypeError("an endless loader has no length")

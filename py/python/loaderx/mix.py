@@ -1,0 +1,86 @@
+"""Weighted mixing of datasets for :meth:`loaderx.dataloader.DataLoader.mix`.
+
+Every batch holds exactly ``counts[j]`` records of dataset ``j``: the largest-remainder
+apportionment of the batch size by the weights, the same at every step (each count is within 1
+of ``batch_size * w_j / sum(w)``). Proportions are exact per batch, not only in expectation.
+Each dataset reads its own stream (the sampler's stream of batch size 1 in the loader's mode),
+so batch ``k`` is a pure function of the seed and ``k``, unaffected by the worker count. The
+datasets are interleaved within a batch by one fixed pattern, so a shard (a slice of the global
+batch) holds each dataset within 2 records of its share.
+
+A loader state records where each dataset's stream stands. It loads into a loader over the same
+datasets (same lengths, seed, mode and global batch) with the same or new weights: with new
+weights each stream continues where it stood, taking a new number of records per batch.
+"""
+
+import numpy as np
+
+from . import _loaderx
+
+__all__ = ["MixSampler"]
+
+
+class MixSampler:
+    """Batches of indices into the datasets' joined index space (dataset ``j``'s record ``e`` is
+    ``sum(lengths[:j]) + e``), for the DataLoader. Pickles with its position."""
+
+    def __init__(self, lengths, weights, batch_size, mode, seed, base=None):
+        self.lengths = [int(n) for n in lengths]
+        self.weights = [float(w) for w in weights]
+        self.batch_size = int(batch_size)
+        self.mode = int(mode)
+        self.seed = int(seed)
+        self._s = _loaderx.Mixer(self.lengths, self.weights, self.batch_size, self.mode, self.seed)
+        self._base = None
+        if base is not None:
+            self.rebase(*base)
+
+    @property
+    def counts(self):
+        """Records per batch of each dataset."""
+        return list(self._s.counts)
+
+    def batch_at(self, step):
+        return self._s.batch_at(int(step))
+
+    def positions_at(self, step):
+        """Where each dataset's stream stands before ``step``."""
+        return list(self._s.positions_at(int(step)))
+
+    def rebase(self, step, positions):
+        """Continue each stream from ``positions`` at ``step``."""
+        self._s.rebase(int(step), [int(p) for p in positions])
+        self._base = (int(step), [int(p) for p in positions])
+
+    def __reduce__(self):
+        return (MixSampler, (self.lengths, self.weights, self.batch_size, self.mode, self.seed, self._base))
+
+
+class _Joined:
+    """Several datasets with the same record layout as one index space, in order."""
+
+    def __init__(self, parts):
+        self.parts = list(parts)
+        self.offsets = np.cumsum([0] + [len(p) for p in self.parts]).astype(np.uint64)
+
+    def __len__(self):
+        return int(self.offsets[-1])
+
+    def __getitems__(self, idxs):
+        idxs = np.asarray(idxs, dtype=np.uint64)
+        which = np.searchsorted(self.offsets, idxs, side="right") - 1
+        pieces = {}
+        for j in np.unique(which):
+            at = np.flatnonzero(which == j)
+            pieces[int(j)] = (at, self.parts[j].__getitems__(idxs[at] - self.offsets[j]))
+        first = next(iter(pieces.values()))[1]
+        if isinstance(first, np.ndarray):
+            out = np.empty((idxs.size, *first.shape[1:]), dtype=first.dtype)
+            for at, got in pieces.values():
+                out[at] = got
+            return out
+        out = [None] * idxs.size
+        for at, got in pieces.values():
+            for k, record in zip(at, got):
+                out[k] = record
+        return out

@@ -1,0 +1,61 @@
+//! `Mixer`: batches of global indices drawn from several datasets in fixed proportions
+//! (`loaderx_core::mix`). The binding converts and maps errors; the rules are core's.
+
+use std::sync::Mutex;
+
+use loaderx_core::mix::Mixer as CoreMixer;
+use loaderx_core::sampler::Mode;
+use numpy::PyArray1;
+use pyo3::prelude::*;
+
+use crate::error::core_to_py;
+
+#[pyclass(frozen, module = "loaderx._loaderx")]
+pub(crate) struct Mixer {
+    inner: Mutex<CoreMixer>,
+}
+
+impl Mixer {
+    fn lock(&self) -> std::sync::MutexGuard<'_, CoreMixer> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[pymethods]
+impl Mixer {
+    #[new]
+    fn new(lengths: Vec<u64>, weights: Vec<f64>, batch: u64, mode: u8, seed: u64) -> PyResult<Self> {
+        let mode = Mode::try_from(mode).map_err(core_to_py)?;
+        let mixer = CoreMixer::new(&lengths, &weights, batch, mode, seed).map_err(core_to_py)?;
+        Ok(Mixer { inner: Mutex::new(mixer) })
+    }
+
+    /// Records per batch of each dataset.
+    #[getter]
+    fn counts(&self) -> Vec<u64> {
+        self.lock().counts().to_vec()
+    }
+
+    #[getter]
+    fn batch_len(&self) -> usize {
+        self.lock().batch_len()
+    }
+
+    /// The global indices of batch `step`.
+    fn batch_at<'py>(&self, py: Python<'py>, step: u64) -> PyResult<Bound<'py, PyArray1<u64>>> {
+        let mixer = self.lock().clone();
+        let mut out = vec![0u64; mixer.batch_len()];
+        mixer.batch_at(step, &mut out).map_err(core_to_py)?;
+        Ok(PyArray1::from_vec(py, out))
+    }
+
+    /// Where each dataset's stream stands before step `step`.
+    fn positions_at(&self, step: u64) -> Vec<u64> {
+        self.lock().positions_at(step)
+    }
+
+    /// Continue every stream from `positions` at step `step`.
+    fn rebase(&self, step: u64, positions: Vec<u64>) -> PyResult<()> {
+        self.lock().rebase(step, &positions).map_err(core_to_py)
+    }
+}
