@@ -648,8 +648,9 @@ def section_transform(args, torch_side, work):
 
 
 def section_many(args, work):
-    """The loader over 8 stores listed in a manifest against one store of the same records
-    (rounds interleaved, medians): what reading many stores as one costs."""
+    """The loader over 8 stores listed in a manifest, and a 0.7/0.3 mix of two of them, against
+    one store of the same records (rounds interleaved, medians): what reading many stores as one
+    and mixing cost."""
     from loaderx import manifest
     from loaderx.converter import from_numpy
     from loaderx.dataloader import DataLoader
@@ -671,12 +672,26 @@ def section_many(args, work):
             from_numpy(many / f"part-{k}", data[bounds[k] : bounds[k + 1]], codec=codec, progress=False)
         manifest.commit(many, [f"part-{k}" for k in range(8)])
         os.sync()
-        rates = {"one": [], "many": []}
+        halves = [{"x": DenseDataset(many / f"part-{k}")} for k in (0, 1)]
+
+        def mix_rate():
+            loader = DataLoader.mix(halves, [0.7, 0.3], num_workers=4, batch_size=BATCH, prefetch_size=4, seed=3)
+            with loader:
+                for _ in range(5):
+                    next(loader)
+                t = time.perf_counter()
+                for _ in range(n_batches):
+                    next(loader)
+                return n_batches / (time.perf_counter() - t)
+
+        rates = {"one": [], "many": [], "mix": []}
         for _ in range(rounds):
             rates["one"].append(time_loader(DataLoader, DenseDataset, [one], n_batches, 4))
             rates["many"].append(time_loader(DataLoader, DenseDataset, [many], n_batches, 4))
-        a, b = median(rates["one"]), median(rates["many"])
-        print(f"{codec:<5} one store {a:8.1f} batches/s   8 stores as one {b:8.1f} batches/s   ratio {b / a:.2f}x")
+            rates["mix"].append(mix_rate())
+        a, b, c = median(rates["one"]), median(rates["many"]), median(rates["mix"])
+        print(f"{codec:<5} one store {a:8.1f} batches/s   8 stores as one {b:8.1f} ({b / a:.2f}x)   "
+              f"mix of 2 stores 0.7/0.3 {c:8.1f} ({c / a:.2f}x)")
     print()
 
 

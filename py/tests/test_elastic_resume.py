@@ -7,6 +7,7 @@ which is all a process contributes; the state crosses between them only as a JSO
 as a checkpoint would. Repeated resumes 4 -> 2 -> 3 -> 1 (and others) at several steps, every
 sampler mode, several epochs in CYCLIC and SEQUENTIAL."""
 
+import hashlib
 import json
 
 import numpy as np
@@ -98,8 +99,12 @@ def test_a_state_written_before_elastic_resume_still_loads(store):
             next(a)
         state = a.state_dict()
         want = next(a)["id"]
-    old = {**state, "config": {**state["config"], "shard_index": 1, "shard_count": 2}}
-    del old["shard_count"]
+    config = {**state["config"], "shard_index": 1, "shard_count": 2}
+    # 0.10.0 states: the shard in the config, and the fingerprint over all of it.
+    fingerprint = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+    old = {"step": state["step"], "fingerprint": fingerprint, "config": config}
     with loader(store, 1, 1, 2) as b:
         b.load_state_dict(old)
         assert b.step == 3 and np.array_equal(next(b)["id"], want)
+        with pytest.raises(ValueError):
+            b.load_state_dict({**old, "fingerprint": "0" * 16})  # an edited state is refused

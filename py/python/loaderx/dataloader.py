@@ -134,6 +134,11 @@ class _Pipeline:
                 t.join(max(0.0, deadline - time.monotonic()))
 
 
+def _fingerprint(config):
+    """A short hash of a loader config (JSON, sorted keys)."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def _identity(batch):
     return batch
 
@@ -242,7 +247,7 @@ class DataLoader:
             # A state loads with new weights, never into another set of datasets.
             config["mix"] = _mix.lengths
         self._config = config
-        self._fingerprint = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+        self._fingerprint = _fingerprint(config)
         self._start = 0
         # Guards _pipeline: its creation, seek and close. Replaced in a forked child (see
         # _guard), where a parent thread may have held it at the moment of the fork.
@@ -344,9 +349,12 @@ class DataLoader:
         """Resume from :meth:`state_dict`, saved by any rank with any ``shard_count``. A state
         from a different config (seed, mode, length, streams or global ``batch_size``) is
         refused with the differences."""
-        # States written before the loader was elastic also list the shard in their config.
-        theirs = {k: v for k, v in dict(state.get("config") or {}).items() if k not in ("shard_index", "shard_count")}
-        if theirs != self._config or "step" not in state:
+        # States written before the loader was elastic also list the shard in their config (and
+        # their fingerprint covers it): compare without it, but check the fingerprint against
+        # the config the state carries, so a damaged or edited state is refused.
+        full = dict(state.get("config") or {})
+        theirs = {k: v for k, v in full.items() if k not in ("shard_index", "shard_count")}
+        if theirs != self._config or state.get("fingerprint") != _fingerprint(full) or "step" not in state:
             diff = {k: (theirs.get(k), v) for k, v in self._config.items() if theirs.get(k) != v}
             why = f"the state is from a different DataLoader config (theirs, ours): {diff}"
             if "batch_size" in diff:
