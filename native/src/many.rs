@@ -138,7 +138,11 @@ impl Many {
 
     /// Decoded length of each record, each checked to fit `layout` if given.
     fn lengths_with(&self, indices: &[u64], layout: Option<Layout>) -> Result<Vec<u32>> {
-        let parts = self.split(indices)?;
+        self.lengths_of(indices.len(), &self.split(indices)?, layout)
+    }
+
+    /// Decoded length of each record of `parts` (a split of `n` indices), in request order.
+    fn lengths_of(&self, n: usize, parts: &[manifest::Part], layout: Option<Layout>) -> Result<Vec<u32>> {
         let found: Vec<Vec<u32>> = parts
             .par_iter()
             .map(|p| {
@@ -149,7 +153,7 @@ impl Many {
                 }
             })
             .collect::<Result<_>>()?;
-        let mut lens = vec![0u32; indices.len()];
+        let mut lens = vec![0u32; n];
         for (part, part_lens) in parts.iter().zip(found) {
             for (&pos, len) in part.positions.iter().zip(part_lens) {
                 lens[pos] = len;
@@ -193,8 +197,9 @@ impl Many {
     /// [`crate::Store::gather`]).
     pub fn gather(&self, indices: &[u64], dst: &mut [u8], dst_offsets: &[u64]) -> Result<()> {
         check_offsets(indices, dst_offsets)?;
-        let lens: Vec<u64> = self.lengths(indices)?.into_iter().map(u64::from).collect();
         let parts = self.split(indices)?;
+        let lens: Vec<u64> =
+            self.lengths_of(indices.len(), &parts, None)?.into_iter().map(u64::from).collect();
         self.gather_split(parts, split_dst(dst, dst_offsets, &lens)?, None)
     }
 

@@ -421,14 +421,13 @@ impl RemoteStore {
                     if blocks.contains_key(&id) || missing.contains(&id) {
                         continue;
                     }
-                    let key = self.key(*chunk);
                     if let Some((bytes, touched)) = mapped.get_mut(&id) {
                         if touched.elapsed() > TOUCH_EVERY {
-                            cache.touch(&key, b);
+                            cache.touch(&self.key(*chunk), b);
                             *touched = Instant::now();
                         }
                         blocks.insert(id, bytes.clone());
-                    } else if let Some(bytes) = cache.map(&key, b, block_len(*chunk, b)) {
+                    } else if let Some(bytes) = cache.map(&self.key(*chunk), b, block_len(*chunk, b)) {
                         if mapped.len() >= MAX_MAPPED {
                             mapped.clear();
                         }
