@@ -7,7 +7,7 @@ export LOADERX_REQUIRE_REF := 1
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: soak fuzz-smoke demo test test-windows setup py-build js-build test-rust test-py test-wheel test-npm dist release-check test-js test-browser test-golden test-viewer viewer bench-viewer lint bench bench-py bench-js crash fixtures-check
+.PHONY: soak fuzz-smoke demo test test-ml test-windows setup py-build js-build test-rust test-py test-wheel test-npm dist release-check test-js test-browser test-golden test-viewer viewer bench-viewer lint bench bench-py bench-js crash fixtures-check
 
 ## The main job: train from the DataLoader, stream an image store, inspect it.
 demo: setup py-build js-build
@@ -18,7 +18,7 @@ demo: setup py-build js-build
 	@echo "browse it in the viewer: make viewer STORE=demo-data/images_64x64x3   (or: npx --prefix js loaderx-view demo-data/images_64x64x3)"
 
 ## Every test suite, after installing what they need.
-test: setup lint test-rust js-build py-build test-wheel test-npm test-js test-browser test-golden test-viewer fuzz-smoke fixtures-check test-windows
+test: setup lint test-rust js-build py-build test-wheel test-ml test-npm test-js test-browser test-golden test-viewer fuzz-smoke fixtures-check test-windows
 
 setup:
 	./scripts/setup.sh
@@ -83,6 +83,14 @@ test-wheel:
 ## running the README snippet and `npx loaderx-qa`.
 test-npm:
 	./scripts/test_npm.sh
+
+## loaderx.torch and loaderx.jax (torch DataLoader workers under fork and spawn, torchdata's
+## StatefulDataLoader, JAX global arrays over 4 host devices) and the examples/, in the venv
+## setup.sh keeps in ~/.cache (torch, JAX); the development build is installed into it.
+ML_VENV ?= $(HOME)/.cache/loaderx-tools/venv-ml
+test-ml: setup
+	VIRTUAL_ENV=$(ML_VENV) $(CURDIR)/.venv/bin/maturin develop --release -q -m py/Cargo.toml
+	$(ML_VENV)/bin/python -m pytest -q py/tests_ml
 
 ## Every release artifact into dist/: abi3 wheels for eight platforms, cp314t wheels, the sdist
 ## and the npm tarball, each checked by scripts/check_dist.py.

@@ -139,6 +139,27 @@ def _fingerprint(config):
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def _check_state(config, state):
+    """Raise unless ``state`` (from ``state_dict``) resumes a loader of ``config`` exactly."""
+    # States written before the loader was elastic also list the shard in their config (and
+    # their fingerprint covers it): compare without it, but check the fingerprint against the
+    # config the state carries, so a damaged or edited state is refused.
+    if not isinstance(state, dict):
+        raise TypeError(f"a loader state is a dict from state_dict(), got {type(state).__name__}")
+    full = dict(state.get("config") or {})
+    theirs = {k: v for k, v in full.items() if k not in ("shard_index", "shard_count")}
+    if theirs != config or state.get("fingerprint") != _fingerprint(full) or "step" not in state:
+        diff = {k: (theirs.get(k), v) for k, v in config.items() if theirs.get(k) != v}
+        why = f"the state is from a different DataLoader config (theirs, ours): {diff}"
+        if "batch_size" in diff:
+            why += "; the global batch_size must stay the same to resume exactly"
+        raise ValueError(why)
+    if int(state["step"]) < 0:
+        raise ValueError(f"the state's step must be >= 0, got {state['step']}")
+    if "mix" in config and len(state.get("positions") or ()) != len(config["mix"]):
+        raise ValueError("the state has no stream positions for this mix")
+
+
 def _identity(batch):
     return batch
 
@@ -334,8 +355,12 @@ class DataLoader:
     def state_dict(self):
         """Everything needed to resume exactly: the next step and the config's fingerprint. The
         same on every rank (``shard_count`` is kept for information only)."""
+        return self._state_at(self.step)
+
+    def _state_at(self, step):
+        """The state of this loader when ``step`` is the next batch to take."""
         state = {
-            "step": self.step,
+            "step": int(step),
             "fingerprint": self._fingerprint,
             "config": dict(self._config),
             "shard_count": self.shard_count,
@@ -349,24 +374,30 @@ class DataLoader:
         """Resume from :meth:`state_dict`, saved by any rank with any ``shard_count``. A state
         from a different config (seed, mode, length, streams or global ``batch_size``) is
         refused with the differences."""
-        # States written before the loader was elastic also list the shard in their config (and
-        # their fingerprint covers it): compare without it, but check the fingerprint against
-        # the config the state carries, so a damaged or edited state is refused.
-        full = dict(state.get("config") or {})
-        theirs = {k: v for k, v in full.items() if k not in ("shard_index", "shard_count")}
-        if theirs != self._config or state.get("fingerprint") != _fingerprint(full) or "step" not in state:
-            diff = {k: (theirs.get(k), v) for k, v in self._config.items() if theirs.get(k) != v}
-            why = f"the state is from a different DataLoader config (theirs, ours): {diff}"
-            if "batch_size" in diff:
-                why += "; the global batch_size must stay the same to resume exactly"
-            raise ValueError(why)
+        _check_state(self._config, state)
         if "mix" in self._config:
-            if len(state.get("positions") or ()) != len(self._config["mix"]):
-                raise ValueError("the state has no stream positions for this mix")
             with self._guard():
                 self._stop_pipeline()
                 self.sampler.rebase(state["step"], state["positions"])
         self.seek(state["step"])
+
+    def __reduce__(self):
+        """A loader pickles as its config and its position (the next step), never its workers:
+        the copy starts its own workers on first use (torch's spawned workers rely on this)."""
+        args = dict(
+            streams=self.streams,
+            num_workers=self.num_workers,
+            batch_size=self.batch_size,
+            prefetch_size=self.prefetch_size,
+            mode=int(self.sampler.mode),
+            seed=self.sampler.seed,
+            transform=self.transform,
+            shard_index=self.shard_index,
+            shard_count=self.shard_count,
+            workers=self.workers,
+            _mix=self.sampler if "mix" in self._config else None,
+        )
+        return (_restore, (type(self), args, self.step))
 
     @classmethod
     def mix(cls, sources, weights, batch_size=256, mode=1, seed=42, **kwargs):
@@ -430,6 +461,12 @@ class DataLoader:
 
     def __del__(self):
         self.close()
+
+
+def _restore(cls, args, step):
+    loader = cls(**args)
+    loader.seek(step)
+    return loader
 
 
 def _weak_produce(loader):

@@ -1,0 +1,38 @@
+"""The examples in examples/ run as documented, and do what their docs say."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def run(script, *args):
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / script), *map(str, args)], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_torch_digits_trains_and_a_resumed_run_ends_with_the_same_weights(tmp_path):
+    straight = run("torch_digits.py", "--workdir", tmp_path / "a", "--steps", 200)
+    stopped = run("torch_digits.py", "--workdir", tmp_path / "b", "--steps", 200, "--stop-at", 70)
+    assert "checkpoint at step 70" in stopped and "accuracy" not in stopped
+    resumed = run("torch_digits.py", "--workdir", tmp_path / "b", "--steps", 200, "--resume")
+    weights = [re.search(r"^weights (\w+)$", out, re.M).group(1) for out in (straight, resumed)]
+    assert weights[0] == weights[1]
+    accuracy = float(re.search(r"^accuracy ([\d.]+)$", straight, re.M).group(1))
+    assert accuracy >= 0.9
+    losses = [float(v) for v in re.findall(r"^step \d+ loss ([\d.]+)$", straight, re.M)]
+    assert len(losses) == 4 and losses[-1] < losses[0]
+
+
+def test_mixing_keeps_exact_shares_and_resumes_with_new_weights_on_two_ranks(tmp_path):
+    out = run("mixing.py", "--workdir", tmp_path)
+    rows = re.findall(r"^step (\d+) weights ([\d./]+)\s+source 0:\s*(\d+)\s+source 1:\s*(\d+)", out, re.M)
+    assert [int(r[0]) for r in rows] == [0, 1, 2, 3, 4, 5]
+    assert [(r[1], int(r[2]), int(r[3])) for r in rows[:3]] == [("0.7/0.3", 14, 6)] * 3
+    assert [(r[1], int(r[2]), int(r[3])) for r in rows[3:]] == [("0.5/0.5", 10, 10)] * 3
+    assert "checkpoint at step 3" in out and "rank 0 has 10 records" in out
