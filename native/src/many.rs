@@ -172,8 +172,7 @@ impl Many {
         self.lengths_with(indices, Some(layout))
     }
 
-    /// Gathers the stores' shares in parallel, each record into its own piece (`pieces` in
-    /// request order).
+    /// Gathers the stores' shares, each record into its own piece (`pieces` in request order).
     fn gather_split(
         &self,
         parts: Vec<manifest::Part>,
@@ -188,9 +187,22 @@ impl Many {
                 (p, mine)
             })
             .collect();
-        shares
+        // Local shares are checked first, then all decoded in one fan-out: nested per-store
+        // fan-outs would each wake the pool for a fraction of the batch. Remote shares wait on
+        // the network, so they run side by side on the pool.
+        let mut plans = Vec::new();
+        let mut remote = Vec::new();
+        for (p, mine) in shares {
+            match &self.stores[p.store] {
+                Opened::Local(store) => plans.push(store.plan_pieces(&p.local, mine, layout)?),
+                #[allow(unreachable_patterns)]
+                other => remote.push((other, p.local, mine)),
+            }
+        }
+        remote
             .into_par_iter()
-            .try_for_each(|(p, mine)| self.stores[p.store].gather_pieces(&p.local, mine, layout))
+            .try_for_each(|(store, local, mine)| store.gather_pieces(&local, mine, layout))?;
+        crate::store::decode_planned(plans)
     }
 
     /// Decodes records `indices` into `dst`, record `k` at byte `dst_offsets[k]` (as

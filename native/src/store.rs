@@ -30,7 +30,7 @@ use crate::files::{self, chunk_path, meta_path, Chunk};
 use crate::journal;
 use crate::map::MetaMap;
 use crate::shared::{Chunks, Shared};
-use crate::sync::{self, Arc, Mutex, RwLock};
+use crate::sync::{self, Arc, Mutex, RwLock, RwLockReadGuard};
 use crate::writer::Writer;
 
 /// Below this many bytes a gather runs on the calling thread: the fan-out costs more than it saves.
@@ -238,13 +238,25 @@ impl Store {
         pieces: Vec<&mut [u8]>,
         layout: Option<Layout>,
     ) -> Result<()> {
-        self.gather_with(indices, layout, |locs| {
+        decode_planned(vec![self.plan_pieces(indices, pieces, layout)?])
+    }
+
+    /// [`Store::gather_pieces`] checked and cut into jobs but not yet decoded: how a gather over
+    /// many stores decodes every store's share in one fan-out. Holds this store's read gate and
+    /// chunk maps until it is dropped.
+    pub(crate) fn plan_pieces<'d>(
+        &self,
+        indices: &[u64],
+        pieces: Vec<&'d mut [u8]>,
+        layout: Option<Layout>,
+    ) -> Result<Planned<'_, 'd>> {
+        self.plan(indices, layout, |locs| {
             check_pieces(locs.iter().map(|(l, _)| l.logic_length), &pieces)?;
             Ok(pieces)
         })
     }
 
-    /// The read path of both gathers: checks the indices and entries (and that every record
+    /// The read path of every gather: checks the indices and entries (and that every record
     /// fits `layout`, if given) before `dsts` cuts the destinations, then decodes.
     fn gather_with<'d>(
         &self,
@@ -252,36 +264,36 @@ impl Store {
         layout: Option<Layout>,
         dsts: impl FnOnce(&[(RecordLoc, Codec)]) -> Result<Vec<&'d mut [u8]>>,
     ) -> Result<()> {
-        let _gate = sync::read(&self.gate);
+        decode_planned(vec![self.plan(indices, layout, dsts)?])
+    }
+
+    /// The checks of [`Store::gather_with`], and the jobs they leave to decode.
+    fn plan<'d>(
+        &self,
+        indices: &[u64],
+        layout: Option<Layout>,
+        dsts: impl FnOnce(&[(RecordLoc, Codec)]) -> Result<Vec<&'d mut [u8]>>,
+    ) -> Result<Planned<'_, 'd>> {
+        let gate = sync::read(&self.gate);
         let locs = self.locate(indices)?;
         if let Some(layout) = layout {
             self.check_fit(indices, &locs, layout)?;
         }
         let dsts = dsts(&locs)?;
-        self.decode_all(indices, locs, dsts)
-    }
-
-    /// Decodes checked records into their destination slices, sharded over the rayon pool.
-    fn decode_all(&self, indices: &[u64], locs: Vec<(RecordLoc, Codec)>, dsts: Vec<&mut [u8]>) -> Result<()> {
-        let total: u64 = locs.iter().map(|(l, _)| u64::from(l.logic_length)).sum();
-        let mut jobs: Vec<Job<'_>> = indices
+        let bytes = locs.iter().map(|(l, _)| u64::from(l.logic_length)).sum();
+        let jobs = indices
             .iter()
             .zip(locs)
             .zip(dsts)
             .map(|((&index, (loc, codec)), dst)| Job { index, loc, codec, dst })
             .collect();
-        let chunks = self.shared.chunks();
-        let dict = self.shared.dict();
-        let dir = self.shared.dir();
-        let run = |jobs: &mut [Job<'_>]| run_shard(dir, &chunks, dict.as_deref(), jobs);
-        let threads = rayon::current_num_threads();
-        if total < PARALLEL_MIN_BYTES || threads < 2 || jobs.len() < 2 {
-            return run(&mut jobs);
-        }
-        // Many small blocks per thread, so the threads finish together: the last block is all
-        // one thread can be left alone with.
-        let block = jobs.len().div_ceil(threads * BLOCKS_PER_THREAD);
-        crate::fanout::for_each_block(jobs.chunks_mut(block).collect(), threads - 1, run)
+        let source = Source {
+            _gate: gate,
+            chunks: self.shared.chunks(),
+            dict: self.shared.dict(),
+            dir: self.shared.dir(),
+        };
+        Ok(Planned { source, jobs, bytes })
     }
 
     /// Decodes every record and checks its table entry, bounds and length. `progress` is called
@@ -414,6 +426,52 @@ struct Job<'a> {
     loc: RecordLoc,
     codec: Codec,
     dst: &'a mut [u8],
+}
+
+/// What a store's jobs decode from: its chunk maps and dictionary, its read gate held.
+struct Source<'s> {
+    _gate: RwLockReadGuard<'s, ()>,
+    chunks: RwLockReadGuard<'s, Chunks>,
+    dict: Option<Arc<Dictionary>>,
+    dir: &'s Path,
+}
+
+/// A store's checked share of a gather (see [`Store::plan_pieces`]).
+pub(crate) struct Planned<'s, 'd> {
+    source: Source<'s>,
+    jobs: Vec<Job<'d>>,
+    bytes: u64,
+}
+
+impl std::fmt::Debug for Planned<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Planned").field("dir", &self.source.dir).field("records", &self.jobs.len()).finish()
+    }
+}
+
+/// Decodes planned records (of one store or several) into their destinations: on the calling
+/// thread when the batch is small, else in blocks over the calling thread and the rayon pool.
+pub(crate) fn decode_planned(mut plans: Vec<Planned<'_, '_>>) -> Result<()> {
+    let total: u64 = plans.iter().map(|p| p.bytes).sum();
+    let records: usize = plans.iter().map(|p| p.jobs.len()).sum();
+    let threads = rayon::current_num_threads();
+    let run = |(source, jobs): (&Source<'_>, &mut [Job<'_>])| {
+        run_shard(source.dir, &source.chunks, source.dict.as_deref(), jobs)
+    };
+    if total < PARALLEL_MIN_BYTES || threads < 2 || records < 2 {
+        return plans.iter_mut().try_for_each(|p| run((&p.source, &mut p.jobs)));
+    }
+    // Many small blocks per thread, so the threads finish together: the last block is all
+    // one thread can be left alone with.
+    let block = records.div_ceil(threads * BLOCKS_PER_THREAD);
+    let blocks: Vec<(&Source<'_>, &mut [Job<'_>])> = plans
+        .iter_mut()
+        .flat_map(|Planned { source, jobs, .. }| {
+            let source = &*source;
+            jobs.chunks_mut(block).map(move |c| (source, c))
+        })
+        .collect();
+    crate::fanout::for_each_block(blocks, threads - 1, run)
 }
 
 fn run_shard(dir: &Path, chunks: &Chunks, dict: Option<&Dictionary>, jobs: &mut [Job<'_>]) -> Result<()> {

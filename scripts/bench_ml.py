@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""The torch and JAX front ends, side by side in one run (``scripts/bench.py torch|jax`` runs this
+in the venv with torch and JAX that ``scripts/setup.sh`` keeps, ``~/.cache/loaderx-tools/venv-ml``).
+
+``torch``: torch's own DataLoader with 4 worker processes over a NumPy memmap (per-sample
+``__getitem__`` and default collation, as torch's tutorials read a dataset; and reading whole
+batches with ``__getitems__``, the fastest way a torch dataset can read a memmap), beside
+loaderx.torch in the same torch DataLoader: the IterableDataset over a loaderx DataLoader with
+its own 4 worker threads (torch's ``num_workers=0``: no inter-process copy), and with 4 torch
+worker processes; the map-style Dataset with BatchSampler and collate. Same records, IID
+batches of 256, rounds interleaved, medians.
+
+``jax``: loaderx.jax.DataLoader (global arrays over 4 host devices) beside the base loader.
+"""
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench import BATCH, machine_block, median, mild_bytes  # noqa: E402
+
+WORKERS = 4
+
+
+class NpyRows:
+    """A torch map-style dataset over .npy memmaps, one sample per ``__getitem__``."""
+
+    def __init__(self, images, labels):
+        self.paths, self.arrays = (images, labels), None
+
+    def _open(self):
+        if self.arrays is None:
+            self.arrays = [np.load(p, mmap_mode="r") for p in self.paths]
+        return self.arrays
+
+    def __len__(self):
+        return len(np.load(self.paths[1], mmap_mode="r"))
+
+    def __getitem__(self, i):
+        images, labels = self._open()
+        return {"x": np.array(images[i]), "y": labels[i]}
+
+
+class NpyBatches(NpyRows):
+    """The same, reading a whole batch per ``__getitems__`` (fancy indexing on the memmap)."""
+
+    def __getitems__(self, idx):
+        import torch
+
+        images, labels = self._open()
+        idx = np.sort(np.asarray(idx))
+        return [{"x": torch.from_numpy(images[idx]), "y": torch.from_numpy(labels[idx])}]
+
+
+def first(batch):
+    return batch[0]
+
+
+def endless(n, seed):
+    rng = np.random.default_rng(seed)
+    while True:
+        yield rng.integers(0, n, BATCH).tolist()
+
+
+def rate(it, n_batches, warm=8):
+    for _ in range(warm):
+        next(it)
+    t = time.perf_counter()
+    for _ in range(n_batches):
+        next(it)
+    return n_batches / (time.perf_counter() - t)
+
+
+def write_data(work, n):
+    from loaderx.converter import from_numpy
+
+    rng = np.random.default_rng(5)
+    images = np.lib.format.open_memmap(work / "images.npy", mode="w+", dtype=np.uint8, shape=(n, 64, 64, 3))
+    for start in range(0, n, 1000):
+        images[start : start + 1000] = mild_bytes(rng, (min(1000, n - start), 64, 64, 3))
+    images.flush()
+    np.save(work / "labels.npy", rng.integers(0, 10, n).astype(np.int64))
+    for codec in ("raw", "zstd"):
+        for name in ("images", "labels"):
+            shutil.rmtree(work / f"{name}_{codec}", ignore_errors=True)
+            from_numpy(work / f"{name}_{codec}", np.load(work / f"{name}.npy", mmap_mode="r"), codec=codec,
+                       progress=False)
+    os.sync()
+
+
+def section_torch(args, work):
+    import torch
+    from torch.utils.data import DataLoader as TorchLoader
+
+    import loaderx.torch as lt
+    from loaderx.dataloader import DataLoader
+    from loaderx.dataset import DenseDataset
+
+    n = 4000 if args.quick else 20_000
+    rounds = 3 if args.quick else 5
+    n_batches = 60 if args.quick else 200
+    print(f"== torch: 12 KiB records, {n} of them, batch {BATCH}, IID, torch DataLoader with {WORKERS} workers "
+          f"(torch {torch.__version__}) ==")
+    write_data(work, n)
+    images, labels = work / "images.npy", work / "labels.npy"
+
+    def streams(codec):
+        return {"x": DenseDataset(work / f"images_{codec}"), "y": DenseDataset(work / f"labels_{codec}")}
+
+    makers = {
+        "torch, npy-mmap, per sample": lambda: TorchLoader(
+            NpyRows(images, labels), batch_sampler=endless(n, 1), num_workers=WORKERS),
+        "torch, npy-mmap, __getitems__": lambda: TorchLoader(
+            NpyBatches(images, labels), batch_sampler=endless(n, 1), num_workers=WORKERS, collate_fn=first),
+    }
+    for codec in ("raw", "zstd"):
+        # loaderx's own 4 worker threads inside torch's DataLoader (num_workers=0): no IPC.
+        makers[f"loaderx.torch IterableDataset, {codec}, 4 threads"] = lambda codec=codec: TorchLoader(
+            lt.IterableDataset(DataLoader(streams(codec), batch_size=BATCH, num_workers=WORKERS, seed=1)),
+            batch_size=None, num_workers=0)
+        makers[f"loaderx.torch IterableDataset, {codec}"] = lambda codec=codec: TorchLoader(
+            lt.IterableDataset(DataLoader(streams(codec), batch_size=BATCH, num_workers=1, seed=1)),
+            batch_size=None, num_workers=WORKERS)
+        makers[f"loaderx.torch Dataset + BatchSampler, {codec}"] = lambda codec=codec: TorchLoader(
+            lt.Dataset(streams(codec)), batch_sampler=lt.BatchSampler(n, BATCH, seed=1, shard_index=0, shard_count=1),
+            collate_fn=lt.collate, num_workers=WORKERS)
+    iters = {name: iter(make()) for name, make in makers.items()}
+    rates = {name: [] for name in makers}
+    for _ in range(rounds):
+        for name, it in iters.items():
+            rates[name].append(rate(it, n_batches))
+    base = median(rates["torch, npy-mmap, per sample"])
+    print(f"{'loader (4 torch worker processes unless said)':<52} {'batches/s':>10} {'samples/s':>11} "
+          f"{'vs torch per sample':>20}")
+    for name, rs in rates.items():
+        r = median(rs)
+        print(f"{name:<52} {r:10.1f} {r * BATCH:11,.0f} {r / base:19.2f}x")
+    del iters
+    print()
+
+
+def section_jax(args, work):
+    import jax
+
+    import loaderx.jax as lj
+    from loaderx.dataloader import DataLoader
+    from loaderx.dataset import DenseDataset
+
+    n = 4000 if args.quick else 20_000
+    rounds = 3 if args.quick else 5
+    n_batches = 100 if args.quick else 300
+    print(f"== jax: 12 KiB records, {n} of them, batch {BATCH}, IID, 4 loader workers, "
+          f"{len(jax.devices())} {jax.devices()[0].platform} devices (jax {jax.__version__}) ==")
+    write_data(work, n)
+    for codec in ("raw", "zstd"):
+        streams = {"x": DenseDataset(work / f"images_{codec}"), "y": DenseDataset(work / f"labels_{codec}")}
+        loaders = {
+            "DataLoader (numpy)": DataLoader(streams, batch_size=BATCH, num_workers=4, seed=1),
+            "loaderx.jax.DataLoader (global jax.Array)": lj.DataLoader(streams, batch_size=BATCH, num_workers=4,
+                                                                     seed=1),
+        }
+        rates = {name: [] for name in loaders}
+        for _ in range(rounds):
+            for name, loader in loaders.items():
+                if isinstance(loader, lj.DataLoader):
+                    it = (jax.block_until_ready(b) for b in loader)
+                else:
+                    it = loader
+                rates[name].append(rate(it, n_batches))
+        base = median(rates["DataLoader (numpy)"])
+        for name, rs in rates.items():
+            r = median(rs)
+            print(f"{codec:<5} {name:<44} {r:8.1f} batches/s  {r / base:5.2f}x")
+        for loader in loaders.values():
+            loader.close()
+    print()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("section", choices=["torch", "jax"])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--workdir", default=None)
+    args, _ = p.parse_known_args()
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="loaderx-bench-ml-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        machine_block()
+        {"torch": section_torch, "jax": section_jax}[args.section](args, work)
+    finally:
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
