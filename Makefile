@@ -88,9 +88,12 @@ test-npm:
 ## StatefulDataLoader, JAX global arrays over 4 host devices) and the examples/, in the venv
 ## setup.sh keeps in ~/.cache (torch, JAX); the development build is installed into it.
 ML_VENV ?= $(HOME)/.cache/loaderx-tools/venv-ml
-test-ml: setup
-	VIRTUAL_ENV=$(ML_VENV) $(CURDIR)/.venv/bin/maturin develop --release -q -m py/Cargo.toml
+test-ml: ml-build
 	$(ML_VENV)/bin/python -m pytest -q py/tests_ml
+
+.PHONY: ml-build
+ml-build: setup
+	VIRTUAL_ENV=$(ML_VENV) $(CURDIR)/.venv/bin/maturin develop --release -q -m py/Cargo.toml
 
 ## Every release artifact into dist/: abi3 wheels for eight platforms, cp314t wheels, the sdist
 ## and the npm tarball, each checked by scripts/check_dist.py.
@@ -149,6 +152,13 @@ bench-remote: setup py-build bench-venv
 	@test -x $(HOME)/.cache/loaderx-tools/bin/s3s-fs || \
 	  cargo install s3s-fs --version 0.14.1 --locked --features binary -j$(JOBS) --root $(HOME)/.cache/loaderx-tools
 	$(PY) scripts/bench.py remote
+
+## loaderx.torch beside torch's DataLoader over a memmap, loaderx.jax beside the base loader
+## (scripts/bench_ml.py in the torch/JAX venv of setup.sh).
+.PHONY: bench-ml
+bench-ml: ml-build
+	$(PY) scripts/bench.py torch
+	$(PY) scripts/bench.py jax
 
 ## torch, MosaicML Streaming and LitData for the benchmarks, in .venv-bench (installed once).
 bench-venv:

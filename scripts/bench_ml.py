@@ -30,6 +30,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import BATCH, machine_block, median, mild_bytes  # noqa: E402
 
+from loaderx.dataloader import DataLoader  # noqa: E402
+from loaderx.dataset import DenseDataset  # noqa: E402
+
 WORKERS = 4
 
 
@@ -82,6 +85,11 @@ def rate(it, n_batches, warm=8):
     return n_batches / (time.perf_counter() - t)
 
 
+def sizes(args, quick_batches, full_batches):
+    """Records, rounds and batches per round."""
+    return (4000, 3, quick_batches) if args.quick else (20_000, 5, full_batches)
+
+
 def write_data(work, n):
     from loaderx.converter import from_numpy
 
@@ -104,12 +112,8 @@ def section_torch(args, work):
     from torch.utils.data import DataLoader as TorchLoader
 
     import loaderx.torch as lt
-    from loaderx.dataloader import DataLoader
-    from loaderx.dataset import DenseDataset
 
-    n = 4000 if args.quick else 20_000
-    rounds = 3 if args.quick else 5
-    n_batches = 60 if args.quick else 200
+    n, rounds, n_batches = sizes(args, 60, 200)
     print(f"== torch: 12 KiB records, {n} of them, batch {BATCH}, IID, torch DataLoader with {WORKERS} workers "
           f"(torch {torch.__version__}) ==")
     write_data(work, n)
@@ -154,12 +158,8 @@ def section_jax(args, work):
     import jax
 
     import loaderx.jax as lj
-    from loaderx.dataloader import DataLoader
-    from loaderx.dataset import DenseDataset
 
-    n = 4000 if args.quick else 20_000
-    rounds = 3 if args.quick else 5
-    n_batches = 100 if args.quick else 300
+    n, rounds, n_batches = sizes(args, 100, 300)
     print(f"== jax: 12 KiB records, {n} of them, batch {BATCH}, IID, 4 loader workers, "
           f"{len(jax.devices())} {jax.devices()[0].platform} devices (jax {jax.__version__}) ==")
     write_data(work, n)
