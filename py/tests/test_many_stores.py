@@ -144,3 +144,22 @@ def test_a_killed_committer_never_leaves_a_half_listed_store(tmp_path):
         from_numpy(root / "after", np.full((50, 4), len(listed), np.int16), progress=False)
         manifest.commit(root, ["after"])
         assert len(DenseDataset(root)) == 50 * (len(listed) + 1) and not list(root.glob("*.tmp"))
+
+
+def test_a_state_from_another_set_of_stores_is_refused(tmp_path):
+    for k, n in enumerate([30, 30, 40]):
+        from_numpy(tmp_path / f"s{k}", np.full((n, 2), k, np.int64), progress=False)
+    manifest.commit(tmp_path / "a.json", ["s0", "s2"])
+    manifest.commit(tmp_path / "b.json", ["s1", "s2"])  # the same length (70), other stores
+
+    def loader(m):
+        return DataLoader({"x": DenseDataset(tmp_path / m)}, batch_size=10, seed=1, num_workers=1)
+
+    with loader("a.json") as a:
+        next(a)
+        state = json.loads(json.dumps(a.state_dict()))
+    with loader("b.json") as b, pytest.raises(ValueError, match="stores"):
+        b.load_state_dict(state)
+    with loader("a.json") as again:  # the same stores: resumes
+        again.load_state_dict(state)
+        assert again.step == 1

@@ -267,6 +267,14 @@ class DataLoader:
         if _mix is not None:
             # A state loads with new weights, never into another set of datasets.
             config["mix"] = _mix.lengths
+        from .mix import _listing
+
+        listed = {name: _listing(ds) for name, ds in sorted(self.streams.items())}
+        listed = {name: lst for name, lst in listed.items() if lst is not None}
+        if listed:
+            # Streams over manifests: the stores as listed, so a state from another set of
+            # stores (even of the same total length) is refused.
+            config["stores"] = listed
         self._config = config
         self._fingerprint = _fingerprint(config)
         self._start = 0

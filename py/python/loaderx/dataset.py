@@ -110,6 +110,12 @@ class _Base:
             return np.flatnonzero(a).astype(np.uint64)
         return _indices(idx, n)
 
+    def _listing(self):
+        """For a dataset over a manifest, its stores as listed with their records (what a loader
+        state records, so a state from another set of stores is refused); None for one store."""
+        listing = getattr(self._store, "listing", None)
+        return listing() if listing is not None else None
+
     def __getitem__(self, idx):
         if isinstance(idx, (int, np.integer)):
             return self.__getitems__(idx)[0]

@@ -85,6 +85,10 @@ class _Records:
     def __len__(self):
         return len(self._s)
 
+    def listing(self):
+        """The stores as listed, with their records: ``[[store, records], ...]``."""
+        return [[path, int(n)] for path, n in self._s.stores]
+
     def gather(self, idxs, dst, offsets):
         self._s.gather(idxs, dst, offsets)
 

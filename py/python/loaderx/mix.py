@@ -56,6 +56,12 @@ class MixSampler:
         return (MixSampler, (self.lengths, self.weights, self.batch_size, self.mode, self.seed, self._base))
 
 
+def _listing(ds):
+    """``ds._listing()`` where a dataset has one (manifests, joined sources), else None."""
+    listing = getattr(ds, "_listing", None)
+    return listing() if listing is not None else None
+
+
 class _Joined:
     """Several datasets with the same record layout as one index space, in order."""
 
@@ -65,6 +71,10 @@ class _Joined:
 
     def __len__(self):
         return int(self.offsets[-1])
+
+    def _listing(self):
+        parts = [_listing(p) for p in self.parts]
+        return parts if any(p is not None for p in parts) else None
 
     def __getitems__(self, idxs):
         idxs = np.asarray(idxs, dtype=np.uint64)
