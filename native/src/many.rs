@@ -23,7 +23,7 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::opened::{is_url, Opened, RemoteOptions};
-use crate::store::{check_offsets, fixed_layout, split_dst};
+use crate::store::{check_offsets, fixed_layout, rows_at, split_dst};
 
 /// Reads the manifest at `path`.
 pub fn read_manifest(path: &Path) -> Result<Manifest> {
@@ -221,5 +221,13 @@ impl Many {
         let layout = fixed_layout(indices, dst, stride)?;
         let parts = self.split(indices)?;
         self.gather_split(parts, dst.chunks_exact_mut(stride as usize).collect(), Some(layout))
+    }
+
+    /// Decodes records `indices` into the rows `positions` of `dst` (as
+    /// [`crate::Opened::gather_rows`]).
+    pub fn gather_rows(&self, indices: &[u64], dst: &mut [u8], positions: &[u64], stride: u64) -> Result<()> {
+        let (rows, layout) = rows_at(indices, dst, positions, stride)?;
+        let parts = self.split(indices)?;
+        self.gather_split(parts, rows, Some(layout))
     }
 }

@@ -155,6 +155,13 @@ impl Opened {
         either!(self, s => s.gather_fixed(indices, dst, stride))
     }
 
+    /// Decodes records `indices`, each exactly `stride` bytes, into the rows `positions` of
+    /// `dst` (rows of `stride` bytes): how a mix fills each source's rows of one batch.
+    pub fn gather_rows(&self, indices: &[u64], dst: &mut [u8], positions: &[u64], stride: u64) -> Result<()> {
+        let (rows, layout) = crate::store::rows_at(indices, dst, positions, stride)?;
+        self.gather_pieces(indices, rows, Some(layout))
+    }
+
     pub fn stats(&self) -> Result<Stats> {
         either!(self, s => s.stats())
     }

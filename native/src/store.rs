@@ -531,6 +531,36 @@ pub(crate) fn fixed_layout(indices: &[u64], dst: &[u8], stride: u64) -> Result<L
     Ok(Layout { kind: Kind::Dense, item_bytes: stride })
 }
 
+/// The rows of `dst` (each `stride` bytes) at `positions`, in order: the destinations of a
+/// gather that fills chosen rows of a batch (a mix fills each source's rows). Every position
+/// must be a row of `dst`, and no row may be named twice.
+pub(crate) fn rows_at<'d>(
+    indices: &[u64],
+    dst: &'d mut [u8],
+    positions: &[u64],
+    stride: u64,
+) -> Result<(Vec<&'d mut [u8]>, Layout)> {
+    if indices.len() != positions.len() {
+        let why = format!("{} indices but {} row positions", indices.len(), positions.len());
+        return Err(Error::BadArgument(why));
+    }
+    if stride == 0 || dst.len() as u64 % stride != 0 {
+        let why = format!("buffer of {} bytes is not a whole number of {stride}-byte rows", dst.len());
+        return Err(Error::BadArgument(why));
+    }
+    let mut rows: Vec<Option<&mut [u8]>> = dst.chunks_exact_mut(stride as usize).map(Some).collect();
+    let n = rows.len();
+    let pieces = positions
+        .iter()
+        .map(|&p| {
+            usize::try_from(p).ok().and_then(|p| rows.get_mut(p)).and_then(Option::take).ok_or_else(|| {
+                Error::BadArgument(format!("row position {p} is past the {n} rows or named twice"))
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((pieces, Layout { kind: Kind::Dense, item_bytes: stride }))
+}
+
 /// [`Layout::check`] for each `(index, decoded length)`, errors located at `at`.
 pub(crate) fn check_fit(
     at: &Path,

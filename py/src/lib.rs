@@ -154,6 +154,19 @@ impl Store {
         reads::gather_fixed_new(py, &*self.get()?, idxs, stride)
     }
 
+    /// Decodes records `idxs`, each exactly `stride` bytes, into rows `positions` of the byte
+    /// array `dst` (rows of `stride` bytes).
+    fn gather_rows(
+        &self,
+        py: Python<'_>,
+        idxs: U64s<'_>,
+        dst: PyReadwriteArray1<'_, u8>,
+        positions: U64s<'_>,
+        stride: u64,
+    ) -> PyResult<()> {
+        reads::gather_rows(py, &*self.get()?, idxs, dst, positions, stride)
+    }
+
     /// Appends the records packed in `src` (record k starts at `offsets[k]`); returns the first
     /// new index.
     fn append(&self, py: Python<'_>, src: Bytes<'_>, offsets: U64s<'_>, codec_tag: u8) -> PyResult<u64> {

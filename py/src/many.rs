@@ -101,6 +101,19 @@ impl Many {
     ) -> PyResult<Bound<'py, PyArray1<u8>>> {
         reads::gather_fixed_new(py, &*self.get()?, idxs, stride)
     }
+
+    /// Decodes records `idxs`, each exactly `stride` bytes, into rows `positions` of the byte
+    /// array `dst` (rows of `stride` bytes).
+    fn gather_rows(
+        &self,
+        py: Python<'_>,
+        idxs: U64s<'_>,
+        dst: PyReadwriteArray1<'_, u8>,
+        positions: U64s<'_>,
+        stride: u64,
+    ) -> PyResult<()> {
+        reads::gather_rows(py, &*self.get()?, idxs, dst, positions, stride)
+    }
 }
 
 /// Adds `stores` (as they should be listed: relative to the manifest's directory, absolute, or

@@ -14,6 +14,7 @@ pub(crate) trait Reads: Sync {
     fn lengths_fitting(&self, indices: &[u64], layout: Layout) -> Result<Vec<u32>>;
     fn gather(&self, indices: &[u64], dst: &mut [u8], offsets: &[u64]) -> Result<()>;
     fn gather_fixed(&self, indices: &[u64], dst: &mut [u8], stride: u64) -> Result<()>;
+    fn gather_rows(&self, indices: &[u64], dst: &mut [u8], positions: &[u64], stride: u64) -> Result<()>;
 }
 
 macro_rules! reads_for {
@@ -30,6 +31,15 @@ macro_rules! reads_for {
             }
             fn gather_fixed(&self, indices: &[u64], dst: &mut [u8], stride: u64) -> Result<()> {
                 <$t>::gather_fixed(self, indices, dst, stride)
+            }
+            fn gather_rows(
+                &self,
+                indices: &[u64],
+                dst: &mut [u8],
+                positions: &[u64],
+                stride: u64,
+            ) -> Result<()> {
+                <$t>::gather_rows(self, indices, dst, positions, stride)
             }
         }
     };
@@ -71,6 +81,21 @@ pub(crate) fn gather(
     let (idxs, offsets) = (idxs.as_slice()?, offsets.as_slice()?);
     let dst = dst.as_slice_mut()?;
     py.detach(|| threads::run(|| r.gather(idxs, dst, offsets))).map_err(to_py)
+}
+
+/// Decodes records `idxs`, each exactly `stride` bytes, into rows `positions` of the byte
+/// array `dst`.
+pub(crate) fn gather_rows(
+    py: Python<'_>,
+    r: &impl Reads,
+    idxs: U64s<'_>,
+    mut dst: PyReadwriteArray1<'_, u8>,
+    positions: U64s<'_>,
+    stride: u64,
+) -> PyResult<()> {
+    let (idxs, positions) = (idxs.as_slice()?, positions.as_slice()?);
+    let dst = dst.as_slice_mut()?;
+    py.detach(|| threads::run(|| r.gather_rows(idxs, dst, positions, stride))).map_err(to_py)
 }
 
 /// Gathers records `idxs`, each exactly `stride` bytes, into a new uint8 array of

@@ -132,3 +132,26 @@ def test_a_manifest_of_stores_is_a_source_like_any(sources, tmp_path):
     with DataLoader.mix(srcs, [0.5, 0.2, 0.3], batch_size=20, seed=5, num_workers=2) as a, mixed(sources, [0.5, 0.2, 0.3]) as b:
         for _ in range(10):
             assert np.array_equal(next(a)["x"], next(b)["x"])
+
+
+@pytest.mark.parametrize("manifested", [False, True])
+def test_a_mix_gathers_each_source_into_its_rows_and_checks_them(sources, tmp_path, manifested):
+    if manifested:
+        manifest.commit(tmp_path, [str(sources / "s0")])
+    ds = DenseDataset(tmp_path if manifested else sources / "s0")
+    read, row = ds._store._s.gather_rows, ds._row_bytes
+    dst = np.zeros(4 * row, np.uint8)
+    read(np.array([2, 0], np.uint64), dst, np.array([3, 1], np.uint64), row)
+    rows = dst.view(ds.dtype).reshape(4, *ds.item_shape)
+    assert np.array_equal(rows[[3, 1]], ds[[2, 0]]) and not rows[[0, 2]].any()
+    for idxs, positions, stride, match in [
+        ([0, 1], [1, 1], row, "named twice"),
+        ([0], [4], row, "past the 4 rows"),
+        ([0, 1], [0], row, "2 indices but 1 row positions"),
+        ([0], [0], row + 3, "whole number"),
+        ([0], [0], row // 2, "does not fit|bytes"),  # a record longer than its row is refused
+    ]:
+        before = dst.copy()
+        with pytest.raises((errors.BadArgumentError, errors.CorruptStoreError), match=match):
+            read(np.array(idxs, np.uint64), dst, np.array(positions, np.uint64), stride)
+        assert np.array_equal(dst, before), "a refused gather writes nothing"

@@ -16,6 +16,7 @@ weights each stream continues where it stood, taking a new number of records per
 import numpy as np
 
 from . import _loaderx
+from .dataset import DenseDataset
 
 __all__ = ["MixSampler"]
 
@@ -68,6 +69,11 @@ class _Joined:
     def __init__(self, parts):
         self.parts = list(parts)
         self.offsets = np.cumsum([0] + [len(p) for p in self.parts]).astype(np.uint64)
+        self._rows = None
+        layouts = {(p.dtype, p.item_shape) for p in self.parts if isinstance(p, DenseDataset)}
+        if len(layouts) == 1 and all(isinstance(p, DenseDataset) for p in self.parts):
+            dtype, shape = layouts.pop()
+            self._rows = (dtype, shape, self.parts[0]._row_bytes)
 
     def __len__(self):
         return int(self.offsets[-1])
@@ -79,6 +85,15 @@ class _Joined:
     def __getitems__(self, idxs):
         idxs = np.asarray(idxs, dtype=np.uint64)
         which = np.searchsorted(self.offsets, idxs, side="right") - 1
+        if self._rows is not None:
+            # Dense parts: each part's records go straight into their rows of the batch.
+            dtype, shape, row_bytes = self._rows
+            out = np.empty((idxs.size, *shape), dtype=dtype)
+            flat = out.reshape(-1).view(np.uint8)
+            for j in np.unique(which):
+                at = np.flatnonzero(which == j).astype(np.uint64)
+                self.parts[j]._store._s.gather_rows(idxs[at] - self.offsets[j], flat, at, row_bytes)
+            return out
         pieces = {}
         for j in np.unique(which):
             at = np.flatnonzero(which == j)
