@@ -13,6 +13,7 @@ import json
 import numpy as np
 import pytest
 
+from loaderx import manifest
 from loaderx.converter import from_numpy
 from loaderx.dataloader import DataLoader
 from loaderx.dataset import DenseDataset
@@ -28,9 +29,24 @@ def store(tmp_path_factory):
     return root
 
 
+@pytest.fixture(scope="module")
+def sets(tmp_path_factory, store):
+    """The same ids as one store, and as three stores in a manifest; and two sources of other
+    ids (1000.. and 2000..) for a 2:1 mix."""
+    root = tmp_path_factory.mktemp("elastic-sets")
+    for k, (a, b) in enumerate([(0, 40), (40, 41), (41, N)]):
+        from_numpy(root / "parts" / f"p{k}", np.arange(a, b, dtype=np.int64), progress=False)
+    manifest.commit(root / "parts", ["p0", "p1", "p2"])
+    from_numpy(root / "web", 1000 + np.arange(61, dtype=np.int64), progress=False)
+    from_numpy(root / "books", 2000 + np.arange(29, dtype=np.int64), progress=False)
+    return {"store": store, "manifest": root / "parts", "mix": (root / "web", root / "books")}
+
+
 def loader(store, mode, rank, count, batch_size=B):
-    return DataLoader({"id": DenseDataset(store)}, num_workers=2, batch_size=batch_size, mode=mode, seed=11,
-                      shard_index=rank, shard_count=count)
+    kw = dict(num_workers=2, batch_size=batch_size, mode=mode, seed=11, shard_index=rank, shard_count=count)
+    if isinstance(store, tuple):
+        return DataLoader.mix([{"id": DenseDataset(p)} for p in store], [2, 1], **kw)
+    return DataLoader({"id": DenseDataset(store)}, **kw)
 
 
 def run(store, mode, phases, saver="last"):
@@ -65,7 +81,9 @@ def run(store, mode, phases, saver="last"):
     ],
     ids=["4-2-3-1", "1-6-4-2", "3-3-1-4"],
 )
-def test_resumes_across_process_counts_give_the_uninterrupted_run(store, mode, phases):
+@pytest.mark.parametrize("kind", ["store", "manifest", "mix"])
+def test_resumes_across_process_counts_give_the_uninterrupted_run(sets, kind, mode, phases):
+    store = sets[kind]
     total = sum(steps for _, steps in phases)
     assert total * B > 2 * N, "the run must cross epoch boundaries"
     want = run(store, mode, [(1, total)])
@@ -74,7 +92,10 @@ def test_resumes_across_process_counts_give_the_uninterrupted_run(store, mode, p
         assert len(got) == len(want) == total
         for k, (g, w) in enumerate(zip(got, want)):
             assert np.array_equal(g, w), f"step {k} differs after resuming ({phases}, saved by the {saver} rank)"
-    if mode == 2:
+    if kind == "mix":
+        counts = [np.bincount(b // 1000, minlength=3)[1:] for b in want]
+        assert all(list(c) == [8, 4] for c in counts), "every global batch is exactly 2:1"
+    elif mode == 2:
         # Without replacement: every epoch's samples are each index once (the property the
         # uninterrupted run has, so the resumed one has it too).
         flat = np.concatenate(want)
