@@ -87,7 +87,7 @@ test-npm:
 ## loaderx.torch and loaderx.jax (torch DataLoader workers under fork and spawn, torchdata's
 ## StatefulDataLoader, JAX global arrays over 4 host devices) and the examples/, in the venv
 ## setup.sh keeps in ~/.cache (torch, JAX); the development build is installed into it.
-ML_VENV ?= $(HOME)/.cache/loaderx-tools/venv-ml
+ML_VENV ?= $(or $(LOADERX_ML_VENV),$(HOME)/.cache/loaderx-tools/venv-ml)
 test-ml: ml-build
 	$(ML_VENV)/bin/python -m pytest -q py/tests_ml
 
