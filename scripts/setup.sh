@@ -59,8 +59,8 @@ if ! .venv-ref/bin/python -c "import loaderx, numpy" 2>/dev/null; then
 fi
 # The project's own venv: build tools (maturin; zig from PyPI links the wheels of every
 # platform), the artifact checker's parsers (ELF, Mach-O, PE), test and demo dependencies.
-PY_DEPS="maturin ziglang pyelftools macholib pefile numpy msgpack pytest hypothesis tqdm scikit-learn moto[server] boto3 azure-storage-blob"
-if ! .venv/bin/python -c "import maturin, ziglang, elftools, macholib, pefile, numpy, msgpack, pytest, tqdm, sklearn, hypothesis, moto, boto3, azure.storage.blob" 2>/dev/null; then
+PY_DEPS="maturin ziglang pyelftools macholib pefile numpy msgpack pytest hypothesis tqdm scikit-learn moto[server] boto3 azure-storage-blob pyarrow polars duckdb datasets"
+if ! .venv/bin/python -c "import maturin, ziglang, elftools, macholib, pefile, numpy, msgpack, pytest, tqdm, sklearn, hypothesis, moto, boto3, azure.storage.blob, pyarrow, polars, duckdb, datasets" 2>/dev/null; then
   echo "setup: installing into .venv: $PY_DEPS"
   [ -x .venv/bin/python ] || python3 -m venv .venv
   .venv/bin/pip install -q -U pip

@@ -24,7 +24,7 @@ import numpy as np
 from . import _loaderx
 from .zrecord import CODECS, MAX_RECORD_LEN, Zrecord
 
-__all__ = ["from_numpy", "from_iterator"]
+__all__ = ["from_numpy", "from_iterator", "from_arrow"]
 
 WRITE_CHUNK_BYTES = 64 << 20
 
@@ -275,3 +275,63 @@ def from_iterator(path, source, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dic
     if schema is not None:
         schema.write(os.fspath(path))
     return writer.written
+
+
+def from_arrow(path, data, column=None, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dict_size=None, progress=None):
+    """Persist one column of Arrow data as a store (needs pyarrow).
+
+    ``data`` is a pyarrow Table or RecordBatchReader, anything with ``__arrow_c_stream__``
+    (Polars and DuckDB results), the path of a Parquet file, or an HF ``datasets.Dataset``;
+    ``column`` names the column when there are several. Numbers and bools become a dense store
+    of scalars, fixed-size lists and fixed-shape tensors of them a dense store of that shape,
+    lists of those a ragged store, binary and string columns a store of byte strings (as
+    ``from_iterator`` writes ``bytes``). See :mod:`loaderx.arrow` for the mapping.
+
+    Batches stream through in bounded memory, appended in blocks of about ``chunk_bytes``. The
+    column's type (and an existing store's schema) is checked before anything is written; a
+    null, an empty record or any other failure part-way rolls the store back.
+
+    Returns:
+        int: Number of records written.
+    """
+    from . import arrow
+
+    _check_codec(codec)
+    name, field, rows, arrays = arrow.arrow_source(data, column)
+    kind, dtype, shape = arrow.column_plan(name, field)
+    row_bytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if kind == "dense" and not 0 < row_bytes <= MAX_RECORD_LEN:
+        raise ValueError(f"column {name!r}: records of {row_bytes} bytes are outside the 1..{MAX_RECORD_LEN} byte limit")
+    store_kind = "dense" if kind == "dense" else "ragged"
+    schema = {"kind": store_kind, "dtype": dtype.str, "item_shape": [int(d) for d in shape]}
+    schema = _loaderx.Schema.for_converter(schema, store_kind, codec)
+    path = Path(path)
+    existing = _check_existing(path, schema) if path.is_dir() else None
+    if existing is not None:
+        schema = existing.updated(schema)
+    pa = arrow._pa()
+    writer = _Writer(path, codec, dict_size, _Progress(progress, rows, f"converting {path.name}"))
+    ok, first_row = False, 0
+    try:
+        for arr in arrays:
+            src, offsets = arrow.column_records(pa, name, kind, dtype, shape, arr, first_row)
+            ends = np.append(offsets[1:], np.uint64(src.size)) if offsets.size else offsets
+            sizes = ends - offsets
+            if sizes.size and int(sizes.max()) > MAX_RECORD_LEN:
+                row = first_row + int(np.argmax(sizes > MAX_RECORD_LEN))
+                raise ValueError(f"column {name!r}: record {row} is over the {MAX_RECORD_LEN} byte record limit")
+            # Blocks of about chunk_bytes: cut where a record starts.
+            start = 0
+            while start < offsets.size:
+                stop = int(np.searchsorted(offsets, offsets[start] + np.uint64(chunk_bytes), side="left"))
+                stop = max(stop, start + 1)
+                lo, hi = int(offsets[start]), int(ends[stop - 1])
+                writer.append(src[lo:hi], offsets[start:stop] - offsets[start])
+                start = stop
+            first_row += len(arr)
+        ok = True
+    finally:
+        writer.finish(ok)
+    schema.write(os.fspath(path))
+    return writer.written
+

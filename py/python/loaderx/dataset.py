@@ -110,6 +110,18 @@ class _Base:
             return np.flatnonzero(a).astype(np.uint64)
         return _indices(idx, n)
 
+    def arrow_reader(self, batch_bytes=16 << 20, column="data"):
+        """The records as a ``pyarrow.RecordBatchReader`` of one column, streamed in batches of
+        about ``batch_bytes`` (see :mod:`loaderx.arrow` for the types)."""
+        from .arrow import reader
+
+        return reader(self, batch_bytes, column)
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        """The Arrow PyCapsule stream of :meth:`arrow_reader`: ``pyarrow.table(ds)``,
+        ``polars.DataFrame(ds)`` and DuckDB read the records directly."""
+        return self.arrow_reader().__arrow_c_stream__(requested_schema)
+
     def _listing(self):
         """For a dataset over a manifest, its stores as listed with their records (what a loader
         state records, so a state from another set of stores is refused); None for one store."""

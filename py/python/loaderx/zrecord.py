@@ -189,6 +189,18 @@ class Zrecord:
                 raise StoreClosedError.new("I/O operation on a closed Zrecord")
         return store
 
+    def arrow_reader(self, batch_bytes=16 << 20, column="data"):
+        """The records as a ``pyarrow.RecordBatchReader`` of one column, streamed in batches of
+        about ``batch_bytes`` (see :mod:`loaderx.arrow` for the types)."""
+        from .arrow import reader
+
+        return reader(self, batch_bytes, column)
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        """The Arrow PyCapsule stream of :meth:`arrow_reader`: ``pyarrow.table(ds)``,
+        ``polars.DataFrame(ds)`` and DuckDB read the records directly."""
+        return self.arrow_reader().__arrow_c_stream__(requested_schema)
+
     def __len__(self):
         return len(self._s)
 

@@ -1,0 +1,286 @@
+"""Arrow in and out, through pyarrow (``pip install pyarrow``).
+
+Out: :func:`reader` streams one dataset, or named datasets of equal length as columns, as a
+``pyarrow.RecordBatchReader``; datasets also export ``__arrow_c_stream__`` (the Arrow PyCapsule
+stream interface), so pyarrow, Polars and DuckDB read them directly. Records map to Arrow types
+by the store's schema:
+
+* dense records of shape ``()`` become a primitive column, of shape ``(k,)`` a
+  ``fixed_size_list<k>``, of more dimensions the ``arrow.fixed_shape_tensor`` extension type,
+  all with the store's dtype;
+* ragged records ``(rows, *item_shape)`` become a ``large_list`` of the dense type of one row;
+  ragged ``uint8`` records without an item shape (byte strings, as ``from_iterator`` writes
+  ``bytes``) and stores without a schema become ``large_binary``.
+
+Batches hold about ``batch_bytes`` of records (16 MiB by default), so memory stays bounded
+whatever the store's size. Each batch is one gather, and its arrays are wrapped, not copied
+(except ``bool``, which Arrow packs into bits).
+
+In: :func:`arrow_source` turns what :func:`loaderx.converter.from_arrow` accepts (a Table, a
+RecordBatchReader, anything with ``__arrow_c_stream__``, a Parquet file, an HF
+``datasets.Dataset``) into record batches, and :func:`column_plan` maps an Arrow type back to a
+store: the inverse of the mapping above, plus ``list`` and ``binary``/``string`` of 32-bit
+offsets. Any other type is an error naming the column.
+"""
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["reader", "arrow_source", "column_plan"]
+
+BATCH_BYTES = 16 << 20
+_BYTES = "bytes"  # the kind of a column of byte strings
+
+
+def _pa():
+    try:
+        import pyarrow as pa
+    except ImportError:
+        raise ImportError("Arrow export and import need pyarrow: pip install pyarrow") from None
+    return pa
+
+
+# ---------------------------------------------------------------------------------------------
+# Out
+
+
+def _spec(ds):
+    """(kind, dtype, item_shape) of a dataset or a Zrecord: kind is dense, ragged or bytes."""
+    schema = getattr(ds, "_schema", None)
+    if schema is None:  # a Zrecord: its records are byte strings unless a schema says more
+        from ._loaderx import Schema
+
+        schema = Schema.read(os.fspath(ds.path)) if Path(os.fspath(ds.path)).is_dir() else None
+        if schema is None:
+            return _BYTES, np.dtype(np.uint8), ()
+    kind, dtype, shape = schema.kind, np.dtype(schema.dtype), tuple(int(d) for d in schema.item_shape)
+    if kind == "ragged" and dtype == np.uint8 and shape == ():
+        return _BYTES, dtype, shape
+    return kind, dtype, shape
+
+
+def _row_type(pa, dtype, shape):
+    """The Arrow type of one dense row, and a function making that array from the rows'
+    values (a flat NumPy array of ``n * prod(shape)`` items)."""
+    prim = pa.from_numpy_dtype(dtype)
+    size = int(np.prod(shape, dtype=np.int64))
+    if shape == ():
+        return prim, lambda flat, n: pa.array(flat, type=prim)
+    fsl = pa.list_(prim, size)
+    if len(shape) == 1:
+        return fsl, lambda flat, n: pa.FixedSizeListArray.from_arrays(pa.array(flat, type=prim), size)
+    tensor = pa.fixed_shape_tensor(prim, list(shape))
+
+    def make(flat, n):
+        storage = pa.FixedSizeListArray.from_arrays(pa.array(flat, type=prim), size)
+        return pa.ExtensionArray.from_storage(tensor, storage)
+
+    return tensor, make
+
+
+class _Column:
+    """How one dataset becomes batches of one Arrow column."""
+
+    def __init__(self, pa, ds):
+        self.ds = ds
+        self.kind, self.dtype, self.shape = _spec(ds)
+        self.row_bytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        if self.kind == _BYTES:
+            self.type = pa.large_binary()
+        else:
+            row_type, self.make_rows = _row_type(pa, self.dtype, self.shape)
+            self.type = row_type if self.kind == "dense" else pa.large_list(row_type)
+
+    def record_bytes(self, n):
+        """Mean bytes per record, from up to the first 1024 records."""
+        if self.kind == "dense":
+            return self.row_bytes
+        k = min(n, 1024)
+        return max(1, int(self._lengths(np.arange(k, dtype=np.uint64)).mean())) if k else 1
+
+    def _store(self):
+        """The Zrecord (or a manifest's records) under a dataset; a Zrecord is its own."""
+        return self.ds._store if hasattr(self.ds, "_schema") else self.ds
+
+    def _lengths(self, idxs):
+        return np.asarray(self._store()._s.lengths(idxs), dtype=np.int64)
+
+    def batch(self, pa, start, stop):
+        idxs = np.arange(start, stop, dtype=np.uint64)
+        n = stop - start
+        if self.kind == "dense":
+            values = self.ds.__getitems__(idxs)
+            return self.make_rows(values.reshape(-1), n)
+        # Ragged and bytes: one gather into one buffer, records back to back.
+        lens = self._lengths(idxs)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        data = np.empty(int(offsets[-1]), dtype=np.uint8)
+        self._store().gather(idxs, data, offsets[:-1].astype(np.uint64))
+        if self.kind == _BYTES:
+            return pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+        rows = self.make_rows(data.view(self.dtype), int(offsets[-1]) // self.row_bytes)
+        return pa.LargeListArray.from_arrays(pa.array(offsets // self.row_bytes, type=pa.int64()), rows)
+
+
+def reader(data, batch_bytes=BATCH_BYTES, column="data"):
+    """A ``pyarrow.RecordBatchReader`` over ``data``: a dataset (``DenseDataset``,
+    ``RaggedDataset``, a manifest's, or a ``Zrecord``) as one column named ``column``, or a dict
+    ``{name: dataset}`` of equal lengths as one column each, in record order."""
+    pa = _pa()
+    streams = dict(data) if isinstance(data, dict) else {column: data}
+    if not streams:
+        raise ValueError("need at least one dataset")
+    lengths = {name: len(ds) for name, ds in streams.items()}
+    if len(set(lengths.values())) != 1:
+        raise ValueError(f"all datasets must have the same length, got {lengths}")
+    n = next(iter(lengths.values()))
+    columns = {name: _Column(pa, ds) for name, ds in streams.items()}
+    per_record = sum(c.record_bytes(n) for c in columns.values())
+    step = max(1, int(batch_bytes) // max(1, per_record))
+    fields = []
+    for name, c in columns.items():
+        meta = {"loaderx.kind": c.kind, "loaderx.dtype": c.dtype.str, "loaderx.item_shape": repr(list(c.shape))}
+        fields.append(pa.field(name, c.type, nullable=False, metadata=meta))
+    schema = pa.schema(fields)
+
+    def batches():
+        for start in range(0, n, step):
+            stop = min(n, start + step)
+            yield pa.record_batch([c.batch(pa, start, stop) for c in columns.values()], schema=schema)
+
+    return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+# ---------------------------------------------------------------------------------------------
+# In
+
+
+def arrow_source(data, column=None):
+    """``(name, field, rows or None, iterator of that column's arrays)`` for ``data`` (see the
+    module doc); ``column`` picks one of several columns."""
+    pa = _pa()
+    if isinstance(data, (str, os.PathLike)):
+        import pyarrow.parquet as pq
+
+        path = Path(data)
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no such Parquet file")
+        data = pq.ParquetFile(path)
+    if type(data).__module__.startswith("pyarrow.parquet"):
+        name, field = _pick(data.schema_arrow, column)
+        return name, field, data.metadata.num_rows, (b.column(0) for b in data.iter_batches(columns=[name]))
+    if type(data).__module__.startswith("datasets") and hasattr(data, "data"):
+        data = data.data.table if hasattr(data.data, "table") else data.data  # HF datasets: Arrow inside
+        if getattr(data, "_indices", None) is not None:
+            raise ValueError("an HF dataset with an indices mapping (after select/shuffle): call .flatten_indices() first")
+    rows = None
+    if isinstance(data, pa.Table):
+        rows, data = data.num_rows, data.to_reader()
+    elif not isinstance(data, pa.RecordBatchReader):
+        if not hasattr(data, "__arrow_c_stream__"):
+            raise TypeError(
+                f"from_arrow takes a pyarrow Table or RecordBatchReader, an object with __arrow_c_stream__, a "
+                f"Parquet file path or an HF datasets.Dataset; got {type(data).__name__}"
+            )
+        data = pa.RecordBatchReader.from_stream(data)
+    name, field = _pick(data.schema, column)
+    index = data.schema.get_field_index(name)
+    return name, field, rows, (b.column(index) for b in data)
+
+
+def _pick(schema, column):
+    names = list(schema.names)
+    if column is None:
+        if len(names) != 1:
+            raise ValueError(f"the data has columns {names}: pass column= to pick one")
+        column = names[0]
+    if column not in names:
+        raise KeyError(f"no column {column!r}; the data has {names}")
+    return column, schema.field(column)
+
+
+def column_plan(name, field):
+    """``(kind, dtype, item_shape)`` for an Arrow field: what store its column becomes. An
+    unsupported type raises ``TypeError`` naming the column."""
+    pa = _pa()
+    t = field.type
+
+    def bad(why=""):
+        return TypeError(
+            f"column {name!r} has Arrow type {t}, which no store holds{why}: use primitive numbers or bools, "
+            "fixed-size lists or fixed-shape tensors of them (dense), lists of those (ragged), or binary/string (bytes)"
+        )
+
+    def dense(u):
+        """(dtype, item_shape) of a dense row type, or None."""
+        shape = []
+        if isinstance(u, pa.BaseExtensionType) and u.extension_name == "arrow.fixed_shape_tensor":
+            if u.permutation is not None and list(u.permutation) != list(range(len(u.shape))):
+                raise bad(" (a permuted tensor layout)")
+            shape, u = list(u.shape), u.storage_type.value_type
+        while pa.types.is_fixed_size_list(u):
+            shape.append(u.list_size)
+            u = u.value_type
+        if pa.types.is_boolean(u) or pa.types.is_integer(u) or pa.types.is_floating(u):
+            return np.dtype(u.to_pandas_dtype()), tuple(shape)
+        return None
+
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_string(t) or pa.types.is_large_string(t):
+        return _BYTES, np.dtype(np.uint8), ()
+    got = dense(t)
+    if got is not None:
+        return ("dense", *got)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        got = dense(t.value_type)
+        if got is not None:
+            return ("ragged", *got)
+    raise bad()
+
+
+def column_records(pa, name, kind, dtype, shape, arr, first_row):
+    """The records of one Arrow array as ``(flat bytes, record offsets)`` for an append; nulls
+    and empty records are errors naming the column and the row."""
+    if arr.null_count:
+        row = first_row + int(np.flatnonzero(~np.asarray(arr.is_valid()))[0])
+        raise ValueError(f"column {name!r} has a null at row {row}; stores have no nulls")
+    if isinstance(arr, pa.ChunkedArray):
+        raise TypeError("expected one array per batch")
+    row_bytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if kind == "dense":
+        flat = _dense_values(pa, name, arr).astype(dtype, copy=False)
+        offsets = np.arange(len(arr), dtype=np.uint64) * np.uint64(row_bytes)
+        return np.ascontiguousarray(flat).reshape(-1).view(np.uint8), offsets
+    if kind == _BYTES:
+        if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+            arr = arr.cast(pa.large_binary() if pa.types.is_large_string(arr.type) else pa.binary())
+        width = np.int64 if pa.types.is_large_binary(arr.type) else np.int32
+        bufs = arr.buffers()
+        offs = np.frombuffer(bufs[1], dtype=width)[arr.offset : arr.offset + len(arr) + 1].astype(np.int64)
+        data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+        data = data[offs[0] : offs[-1]]
+        offs -= offs[0]
+    else:
+        offs = np.asarray(arr.offsets, dtype=np.int64)
+        offs = (offs - offs[0]) * row_bytes
+        values = _dense_values(pa, name, arr.flatten()).astype(dtype, copy=False)
+        data = np.ascontiguousarray(values).reshape(-1).view(np.uint8)
+    empty = np.flatnonzero(np.diff(offs) == 0)
+    if empty.size:
+        raise ValueError(f"column {name!r} has an empty record at row {first_row + int(empty[0])}; records are at least 1 byte")
+    return data, offs[:-1].astype(np.uint64)
+
+
+def _dense_values(pa, name, arr):
+    """The flat NumPy values of an array of dense rows (fixed-size lists unwrapped, slices kept);
+    a null anywhere inside is an error naming the column."""
+    if isinstance(arr.type, pa.BaseExtensionType):
+        arr = arr.storage
+    while True:
+        if arr.null_count:
+            raise ValueError(f"column {name!r} has a null inside a record; stores have no nulls")
+        if not pa.types.is_fixed_size_list(arr.type):
+            return arr.to_numpy(zero_copy_only=False)
+        arr = arr.flatten()
