@@ -87,13 +87,14 @@ if [ ! -x "$AZURITE_DIR/node_modules/.bin/azurite-blob" ]; then
   mkdir -p "$AZURITE_DIR"
   (cd "$AZURITE_DIR" && npm install --no-audit --no-fund --silent azurite@3.37.0)
 fi
-# torch, torchdata, JAX (CPU) and optax for loaderx.torch, loaderx.jax and the examples (make
-# test-ml): about 6 GB with torch's CUDA wheels from PyPI, so in one venv outside the repository
-# that every later run and fresh clone on this machine reuses. Pinned like the other tools.
+# torch, torchdata, JAX (CPU), optax and Ray Data for loaderx.torch, loaderx.jax, loaderx.ray and
+# the examples (make test-ml): about 7 GB with torch's CUDA wheels from PyPI, so in one venv
+# outside the repository that every later run and fresh clone on this machine reuses. Pinned like
+# the other tools.
 ML_VENV=${LOADERX_ML_VENV:-$HOME/.cache/loaderx-tools/venv-ml}
-ML_DEPS="torch==2.15.0 torchdata==0.11.0 jax[cpu]==0.10.2 optax==0.2.8 numpy==2.4.6 scikit-learn==1.9.1 pytest hypothesis maturin"
-if ! "$ML_VENV/bin/python" -c "import torch, torchdata.stateful_dataloader, jax, optax, sklearn, pytest, hypothesis, maturin" 2>/dev/null; then
-  echo "setup: installing torch, torchdata, jax[cpu] and optax into $ML_VENV (about 2 minutes)"
+ML_DEPS="torch==2.15.0 torchdata==0.11.0 jax[cpu]==0.10.2 optax==0.2.8 ray[data]==2.60.0 pyarrow==26.0.1 datasets numpy==2.4.6 scikit-learn==1.9.1 pytest hypothesis maturin"
+if ! "$ML_VENV/bin/python" -c "import torch, torchdata.stateful_dataloader, jax, optax, ray.data, pyarrow, datasets, sklearn, pytest, hypothesis, maturin" 2>/dev/null; then
+  echo "setup: installing torch, torchdata, jax[cpu], optax and Ray into $ML_VENV (about 2 minutes)"
   [ -x "$ML_VENV/bin/python" ] || python3 -m venv "$ML_VENV"
   "$ML_VENV/bin/pip" install -q -U pip
   "$ML_VENV/bin/pip" install -q $ML_DEPS

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["reader", "arrow_source", "column_plan"]
+__all__ = ["reader", "arrow_source", "column_plan", "column_records"]
 
 BATCH_BYTES = 16 << 20
 _BYTES = "bytes"  # the kind of a column of byte strings
@@ -125,10 +125,18 @@ class _Column:
         return pa.LargeListArray.from_arrays(pa.array(offsets // self.row_bytes, type=pa.int64()), rows)
 
 
-def reader(data, batch_bytes=BATCH_BYTES, column="data"):
+def reader(data, batch_bytes=BATCH_BYTES, column="data", start=0, stop=None):
     """A ``pyarrow.RecordBatchReader`` over ``data``: a dataset (``DenseDataset``,
     ``RaggedDataset``, a manifest's, or a ``Zrecord``) as one column named ``column``, or a dict
-    ``{name: dataset}`` of equal lengths as one column each, in record order."""
+    ``{name: dataset}`` of equal lengths as one column each, in record order; records
+    ``start <= i < stop`` only (default: all)."""
+    schema, batches = _batches(data, batch_bytes, column, start, stop)
+    return _pa().RecordBatchReader.from_batches(schema, batches)
+
+
+def _batches(data, batch_bytes, column, start=0, stop=None):
+    """The Arrow schema of ``data`` (as :func:`reader` takes it), and a generator of its record
+    batches over ``[start, stop)``."""
     pa = _pa()
     streams = dict(data) if isinstance(data, dict) else {column: data}
     if not streams:
@@ -146,12 +154,16 @@ def reader(data, batch_bytes=BATCH_BYTES, column="data"):
         fields.append(pa.field(name, c.type, nullable=False, metadata=meta))
     schema = pa.schema(fields)
 
-    def batches():
-        for start in range(0, n, step):
-            stop = min(n, start + step)
-            yield pa.record_batch([c.batch(pa, start, stop) for c in columns.values()], schema=schema)
+    stop = n if stop is None else int(stop)
+    if not 0 <= int(start) <= stop <= n:
+        raise IndexError(f"records {start}..{stop} are not within 0..{n}")
 
-    return pa.RecordBatchReader.from_batches(schema, batches())
+    def batches():
+        for lo in range(int(start), stop, step):
+            hi = min(stop, lo + step)
+            yield pa.record_batch([c.batch(pa, lo, hi) for c in columns.values()], schema=schema)
+
+    return schema, batches()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,210 @@
+"""Ray Data reads and writes loaderx stores (``pip install "ray[data]"``).
+
+* :class:`LoaderxDatasource`: ``ray.data.read_datasource(LoaderxDatasource(location))`` reads a
+  store, a manifest of stores or a URL (or ``{column: location}`` of equal lengths). Each read
+  task covers one contiguous range of records and yields blocks of about ``batch_bytes``, as
+  Arrow tables (the types of :mod:`loaderx.arrow`) or, with ``block_format="numpy"``, as NumPy
+  batches that Ray turns into its own tensor columns.
+* :class:`LoaderxDatasink`: ``ds.write_datasink(LoaderxDatasink(path, column=...))`` writes one
+  column into a manifest of stores. It is two-phase: every write task (every attempt of it)
+  writes its own new store, named by the job, the task and the attempt; only
+  ``on_write_complete``, on the driver, lists the stores the successful attempts returned, in
+  one atomic manifest commit (:func:`loaderx.manifest.commit`). A task that failed, or an
+  attempt that was retried, leaves no store in the manifest, and its leftovers are removed.
+
+Ray schedules everything; loaderx adds no scheduler.
+"""
+
+import shutil
+import uuid
+from pathlib import Path
+
+from ray.data import Datasink, Datasource, ReadTask
+from ray.data.block import BlockAccessor, BlockMetadata
+
+from . import arrow, manifest
+from .converter import from_arrow, from_numpy
+from .dataset import DenseDataset, RaggedDataset
+from .errors import BadArgumentError
+from .zrecord import Zrecord, _location
+
+__all__ = ["LoaderxDatasink", "LoaderxDatasource"]
+
+PARTS = "parts"
+
+
+def open_any(location, storage_options=None):
+    """The dataset at ``location``: dense or ragged by its schema, a ``Zrecord`` of byte
+    strings when it has none."""
+    try:
+        return DenseDataset(location, storage_options)
+    except BadArgumentError:
+        return RaggedDataset(location, storage_options)
+    except FileNotFoundError:
+        return Zrecord._existing(_location(location), storage_options, None)
+
+
+class LoaderxDatasource(Datasource):
+    """Records of a store, a manifest or a URL as a Ray dataset (see the module doc).
+
+    Args:
+        location: A store or manifest path or URL, or ``{column: location}``.
+        column (str): The column name for a single location. Defaults to ``"data"``.
+        block_format (str): ``"arrow"`` (default) or ``"numpy"``.
+        batch_bytes (int): About how many bytes each block holds.
+        storage_options (dict): For URLs, as the datasets take them.
+    """
+
+    def __init__(self, location, column="data", block_format="arrow", batch_bytes=arrow.BATCH_BYTES,
+                 storage_options=None):
+        super().__init__()
+        if block_format not in ("arrow", "numpy"):
+            raise ValueError(f"block_format must be 'arrow' or 'numpy', got {block_format!r}")
+        self.locations = dict(location) if isinstance(location, dict) else {column: location}
+        self.block_format = block_format
+        self.batch_bytes = int(batch_bytes)
+        self.storage_options = storage_options
+        opened = self._open()
+        self.schema, _ = arrow._batches(opened, self.batch_bytes, column)
+        self.length = len(next(iter(opened.values())))
+        pa = arrow._pa()
+        self.record_bytes = sum(arrow._Column(pa, ds).record_bytes(self.length) for ds in opened.values())
+
+    def _open(self):
+        return {name: open_any(loc, self.storage_options) for name, loc in self.locations.items()}
+
+    def get_name(self):
+        return "Loaderx"
+
+    def estimate_inmemory_data_size(self):
+        return self.length * self.record_bytes
+
+    def get_read_tasks(self, parallelism, per_task_row_limit=None, data_context=None):
+        n, tasks = self.length, []
+        parts = max(1, min(int(parallelism), n))
+        bounds = [n * k // parts for k in range(parts + 1)]
+        for lo, hi in zip(bounds, bounds[1:]):
+            if hi > lo:
+                meta = BlockMetadata(num_rows=hi - lo, size_bytes=(hi - lo) * self.record_bytes, input_files=None,
+                                     exec_stats=None)
+                tasks.append(ReadTask(_Read(self, lo, hi), meta, schema=self.schema,
+                                      per_task_row_limit=per_task_row_limit))
+        return tasks
+
+
+class _Read:
+    """One read task: records ``[lo, hi)``, opened in the worker."""
+
+    def __init__(self, source, lo, hi):
+        self.locations, self.storage_options = source.locations, source.storage_options
+        self.block_format, self.batch_bytes = source.block_format, source.batch_bytes
+        self.lo, self.hi = lo, hi
+
+    def __call__(self):
+        opened = {name: open_any(loc, self.storage_options) for name, loc in self.locations.items()}
+        _, batches = arrow._batches(opened, self.batch_bytes, None, self.lo, self.hi)
+        for batch in batches:
+            if self.block_format == "arrow":
+                yield arrow._pa().Table.from_batches([batch])
+            else:
+                yield BlockAccessor.batch_to_block({name: _numpy(opened[name], batch.column(name)) for name in opened})
+
+
+def _numpy(ds, column):
+    """A column of a batch as NumPy: an array of rows for dense data, else a list of records."""
+    if isinstance(ds, DenseDataset):
+        return arrow._dense_values(arrow._pa(), "", column).reshape((len(column), *ds.item_shape))
+    import numpy as np
+
+    out = np.empty(len(column), dtype=object)
+    out[:] = [np.asarray(v) for v in column.to_numpy(zero_copy_only=False)]
+    return out
+
+
+class LoaderxDatasink(Datasink):
+    """Writes columns of a Ray dataset into manifests of stores at ``path``, two-phase (see the
+    module doc).
+
+    Args:
+        path: A local directory. One column goes to the manifest there (``manifest.json`` and
+            ``parts/``); several go to one manifest each, in ``path/<column>``, whose stores
+            line up record for record (the DataLoader's streams).
+        column (str | list[str]): The column or columns to store; may be omitted when the data
+            has one column.
+        codec (str): As the converters take it.
+
+    With several columns, the manifests are committed one after another: a crash between two
+    commits leaves them with different lengths, which the DataLoader refuses to pair.
+    """
+
+    def __init__(self, path, column=None, codec="zstd"):
+        self.path = Path(path)
+        self.columns = [column] if isinstance(column, str) else (list(column) if column is not None else None)
+        self.codec = codec
+        self.job = uuid.uuid4().hex[:8]
+        self.removed = []
+
+    def get_name(self):
+        return "Loaderx"
+
+    def _root(self, column):
+        """Where a column's manifest goes."""
+        return self.path if self.columns is None or len(self.columns) == 1 else self.path / column
+
+    def _roots(self):
+        return [self._root(c) for c in self.columns] if self.columns else [self.path]
+
+    def on_write_start(self, schema=None):
+        for root in self._roots():
+            (root / PARTS).mkdir(parents=True, exist_ok=True)
+
+    def write(self, blocks, ctx):
+        name = f"{PARTS}/{self.job}-{ctx.task_idx:05d}-{uuid.uuid4().hex[:8]}"
+        rows = 0
+        for block in blocks:
+            acc = BlockAccessor.for_block(block)
+            if acc.num_rows() == 0:
+                continue
+            table = acc.to_arrow()
+            for column in self.columns or [_only(table.column_names)]:
+                self._write_column(self._root(column) / name, acc, table, column)
+            rows += acc.num_rows()
+        return {"store": name, "rows": rows} if rows else None
+
+    def _write_column(self, store, acc, table, column):
+        if column not in table.column_names:
+            raise KeyError(f"no column {column!r}; the data has {table.column_names}")
+        if getattr(table.schema.field(column).type, "extension_name", "").startswith("ray."):
+            # Ray's own tensor columns: through NumPy, which Ray converts them to.
+            values = acc.to_numpy(column)
+            if values.dtype == object:
+                raise TypeError(f"column {column!r} holds tensors of varying shapes; pad them or store lists")
+            from_numpy(store, values, codec=self.codec, progress=False)
+        else:
+            from_arrow(store, table, column=column, codec=self.codec, progress=False)
+
+    def on_write_complete(self, write_result):
+        written = [r for r in write_result.write_returns if r]
+        if written:
+            for root in self._roots():
+                manifest.commit(root, [r["store"] for r in written])
+        self._remove_leftovers({r["store"] for r in written})
+
+    def on_write_failed(self, error):
+        self._remove_leftovers(set())
+
+    def _remove_leftovers(self, keep):
+        """Removes the stores this job started and did not list (from failed or retried
+        attempts); ``self.removed`` names them."""
+        self.removed = []
+        for root in self._roots():
+            for d in sorted((root / PARTS).glob(f"{self.job}-*")):
+                if f"{PARTS}/{d.name}" not in keep:
+                    self.removed.append(d.name)
+                    shutil.rmtree(d, ignore_errors=True)
+
+
+def _only(names):
+    if len(names) != 1:
+        raise ValueError(f"the data has columns {names}: pass column= to LoaderxDatasink")
+    return names[0]
