@@ -36,3 +36,28 @@ def test_mixing_keeps_exact_shares_and_resumes_with_new_weights_on_two_ranks(tmp
     assert [(r[1], int(r[2]), int(r[3])) for r in rows[:3]] == [("0.7/0.3", 14, 6)] * 3
     assert [(r[1], int(r[2]), int(r[3])) for r in rows[3:]] == [("0.5/0.5", 10, 10)] * 3
     assert "checkpoint at step 3" in out and "rank 0 has 10 records" in out
+
+
+def test_parquet_to_loader_round_trips_the_digits(tmp_path):
+    out = run("parquet_to_loader.py", "--workdir", tmp_path)
+    assert "store image: 1797 records of (64,) float32" in out and "store label: 1797 records of () int64" in out
+    assert "batch x (128, 64) float32, y (128,) int64" in out
+    assert "fixed_size_list<item: float>[64], equal to the source: True" in out
+    assert re.search(r"(\d+) row groups", out) and int(re.search(r"(\d+) row groups", out).group(1)) > 1
+
+
+def test_hf_to_loaderx_keeps_tokens_text_and_labels(tmp_path):
+    out = run("hf_to_loaderx.py", "--workdir", tmp_path)
+    assert "tokens: 1000 ragged records of int64" in out and "labels: 1000 records" in out
+    assert "equal to the source: True" in out
+    lengths = [int(v) for v in re.search(r"lengths \[([\d, ]+)\]", out).group(1).split(",")]
+    assert re.search(r"padded batch \(3, (\d+)\)", out).group(1) == str(max(lengths))
+
+
+def test_ray_convert_writes_manifests_and_trains_from_them(tmp_path):
+    out = run("ray_convert.py", "--workdir", tmp_path, "--steps", 300)
+    stores = {c: re.search(rf"manifest {c}: (\d+) stores, (\d+) records", out).groups() for c in "xy"}
+    assert stores["x"] == stores["y"] and stores["x"][1] == "1797" and int(stores["x"][0]) >= 2
+    total, source = re.search(r"sum (\d+) \(source sum (\d+)\)", out).groups()
+    assert total == source
+    assert float(re.search(r"^accuracy ([\d.]+)$", out, re.M).group(1)) >= 0.9
