@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """loaderx benchmarks: sampler, store and loader, side by side in one run.
 
-    python scripts/bench.py [sampler|store|loader|many|transform|remote|torch|jax|all] [--quick]
+    python scripts/bench.py [sampler|store|loader|many|transform|remote|torch|jax|arrow|ray|all]
+                            [--quick]
                             [--ref-python PATH]
                             [--torch-python PATH] [--workdir DIR]
 
@@ -20,7 +21,8 @@ the reference, reading the same data from a NumPy memmap.
 
 ``many`` is the loader over 8 stores in a manifest and a 0.7/0.3 mix beside one store; ``torch``
 and ``jax`` run ``scripts/bench_ml.py`` (loaderx.torch beside torch's DataLoader over a memmap,
-loaderx.jax beside the base loader) in the torch/JAX venv.
+loaderx.jax beside the base loader), ``arrow`` (from_arrow and Arrow export) and ``ray`` (a Ray
+conversion with 1 and 2 workers) in the torch/JAX/Ray venv.
 """
 
 import os
@@ -708,7 +710,7 @@ def main():
         torch_worker_main()
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("section", nargs="?", default="all", choices=["sampler", "store", "loader", "many", "transform", "remote", "torch", "jax", "all"])
+    parser.add_argument("section", nargs="?", default="all", choices=["sampler", "store", "loader", "many", "transform", "remote", "torch", "jax", "arrow", "ray", "all"])
     parser.add_argument("--quick", action="store_true", help="a small, fast run")
     default_ref = ROOT / ".venv-ref" / "bin" / "python"
     parser.add_argument("--ref-python", default=str(default_ref) if default_ref.exists() else None)
@@ -720,7 +722,7 @@ def main():
     )
     parser.add_argument("--workdir", default=None, help="where the data and stores go (default: a temp dir)")
     args = parser.parse_args()
-    if args.section in ("torch", "jax"):
+    if args.section in ("torch", "jax", "arrow", "ray"):
         # loaderx.torch and loaderx.jax: in the venv with torch and JAX that setup.sh keeps.
         ml = Path(os.environ.get("LOADERX_ML_VENV", Path.home() / ".cache/loaderx-tools/venv-ml")) / "bin/python"
         os.execv(ml, [str(ml), str(ROOT / "scripts/bench_ml.py"), *sys.argv[1:]])

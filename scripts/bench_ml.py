@@ -11,6 +11,11 @@ worker processes; the map-style Dataset with BatchSampler and collate. Same reco
 batches of 256, rounds interleaved, medians.
 
 ``jax``: loaderx.jax.DataLoader (global arrays over 4 host devices) beside the base loader.
+
+``arrow``: from_arrow (from a Table and from a Parquet file) and Arrow export beside from_numpy
+and a plain pyarrow read of the same Parquet data, in MiB/s of records.
+
+``ray``: a Ray Data conversion into a manifest (LoaderxDatasink) with 1 and 2 tasks at a time.
 """
 
 import os
@@ -187,9 +192,89 @@ def section_jax(args, work):
     print()
 
 
+def section_arrow(args, work):
+    """Arrow in and out beside from_numpy and a plain pyarrow read of the same Parquet data."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from loaderx.converter import from_arrow, from_numpy
+
+    n, rounds, _ = sizes(args, 0, 0)
+    print(f"== arrow: 12 KiB records (64x64x3 uint8), {n} of them (pyarrow {pa.__version__}) ==")
+    rng = np.random.default_rng(5)
+    images = mild_bytes(rng, (n, 64, 64, 3))
+    mib = images.nbytes / (1 << 20)
+    table = pa.table({"image": pa.FixedSizeListArray.from_arrays(pa.array(images.reshape(-1)), 64 * 64 * 3)})
+    parquet = work / "images.parquet"
+    pq.write_table(table, parquet, row_group_size=1000, compression="none")
+    os.sync()
+
+    def once(fn):
+        t = time.perf_counter()
+        fn()
+        return mib / (time.perf_counter() - t)
+
+    def fresh(name):
+        shutil.rmtree(work / name, ignore_errors=True)
+        return work / name
+
+    for codec in ("raw", "zstd"):
+        from_numpy(fresh(f"out_{codec}"), images, codec=codec, progress=False)
+    rows = {}
+    for _ in range(rounds):
+        for codec in ("raw", "zstd"):
+            rows.setdefault(f"from_numpy, {codec}", []).append(
+                once(lambda: from_numpy(fresh("np"), images, codec=codec, progress=False)))
+            rows.setdefault(f"from_arrow (Table), {codec}", []).append(
+                once(lambda: from_arrow(fresh("tbl"), table, codec=codec, progress=False)))
+            rows.setdefault(f"from_arrow (Parquet file), {codec}", []).append(
+                once(lambda: from_arrow(fresh("pq"), parquet, codec=codec, progress=False)))
+        rows.setdefault("pyarrow read_table (Parquet, uncompressed)", []).append(once(lambda: pq.read_table(parquet)))
+        for codec in ("raw", "zstd"):
+            ds = DenseDataset(work / f"out_{codec}")
+            rows.setdefault(f"Arrow out: pa.table(DenseDataset), {codec}", []).append(once(lambda: pa.table(ds)))
+    for name, rs in rows.items():
+        print(f"{name:<48} {median(rs):8.0f} MiB/s")
+    print()
+
+
+def section_ray(args, work):
+    """A Ray Data conversion into a manifest with 1 and with 2 write tasks at a time."""
+    import ray
+
+    from loaderx.ray import LoaderxDatasink
+
+    n, rounds, _ = sizes(args, 0, 0)
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    print(f"== ray: {n} records of 12 KiB made by a map, written with LoaderxDatasink (ray {ray.__version__}) ==")
+
+    def make(batch):
+        ids = batch["id"]
+        return {"image": np.repeat((ids % 251).astype(np.uint8)[:, None], 64 * 64 * 3, axis=1).reshape(-1, 64, 64, 3)}
+
+    rates = {1: [], 2: []}
+    try:
+        for _ in range(rounds):
+            for k in (1, 2):
+                out = work / f"ray{k}"
+                shutil.rmtree(out, ignore_errors=True)
+                t = time.perf_counter()
+                (ray.data.range(n, override_num_blocks=8).map_batches(make, concurrency=k)
+                 .write_datasink(LoaderxDatasink(out, column="image"), concurrency=k))
+                rates[k].append(n / (time.perf_counter() - t))
+    finally:
+        ray.shutdown()
+    one, two = median(rates[1]), median(rates[2])
+    print(f"1 worker  {one:10.0f} records/s  {one * 12 / 1024:6.0f} MiB/s")
+    print(f"2 workers {two:10.0f} records/s  {two * 12 / 1024:6.0f} MiB/s  ({two / one:.2f}x)")
+    print()
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("section", choices=["torch", "jax"])
+    p.add_argument("section", choices=["torch", "jax", "arrow", "ray"])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--workdir", default=None)
     args, _ = p.parse_known_args()
@@ -197,7 +282,8 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
     try:
         machine_block()
-        {"torch": section_torch, "jax": section_jax}[args.section](args, work)
+        sections = {"torch": section_torch, "jax": section_jax, "arrow": section_arrow, "ray": section_ray}
+        sections[args.section](args, work)
     finally:
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)

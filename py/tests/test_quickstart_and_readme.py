@@ -142,8 +142,8 @@ def test_readme_exists():
 
 
 def needs_ml(block):
-    """A README block for loaderx.torch or loaderx.jax (run by py/tests_ml, not here)."""
-    return re.search(r"^\s*(import|from) (torch|jax|loaderx\.torch|loaderx\.jax)\b", block, re.M) is not None
+    """A README block for loaderx.torch, loaderx.jax or loaderx.ray (run by py/tests_ml, not here)."""
+    return re.search(r"^\s*(import|from) (torch|jax|ray|loaderx\.torch|loaderx\.jax|loaderx\.ray)\b", block, re.M) is not None
 
 
 _README_TEXT = README.read_text() if README.is_file() else ""

@@ -15,7 +15,7 @@ ML_BLOCKS = [b for b in _BLOCKS if needs_ml(b)]
 
 def test_the_readme_shows_the_torch_and_jax_entry_points():
     text = "\n".join(ML_BLOCKS)
-    assert "import loaderx.torch" in text and "import loaderx.jax" in text
+    assert "import loaderx.torch" in text and "import loaderx.jax" in text and "from loaderx.ray import" in text
 
 
 @pytest.mark.parametrize("block", ML_BLOCKS, ids=[f"block{i}" for i in range(len(ML_BLOCKS))])

@@ -183,7 +183,12 @@ def arrow_source(data, column=None):
         data = pq.ParquetFile(path)
     if type(data).__module__.startswith("pyarrow.parquet"):
         name, field = _pick(data.schema_arrow, column)
-        return name, field, data.metadata.num_rows, (b.column(0) for b in data.iter_batches(columns=[name]))
+        kind, dtype, shape = column_plan(name, field)
+        # Batches of about 8 MiB: pyarrow's default of 65,536 rows reads large records slowly
+        # and holds them all at once.
+        row = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize if kind == "dense" else 8 << 10
+        batches = data.iter_batches(batch_size=max(1, (8 << 20) // max(1, row)), columns=[name])
+        return name, field, data.metadata.num_rows, (b.column(0) for b in batches)
     if type(data).__module__.startswith("datasets") and hasattr(data, "data"):
         data = data.data.table if hasattr(data.data, "table") else data.data  # HF datasets: Arrow inside
         if getattr(data, "_indices", None) is not None:
@@ -286,13 +291,19 @@ def column_records(pa, name, kind, dtype, shape, arr, first_row):
 
 
 def _dense_values(pa, name, arr):
-    """The flat NumPy values of an array of dense rows (fixed-size lists unwrapped, slices kept);
-    a null anywhere inside is an error naming the column."""
+    """The flat NumPy values of an array of dense rows (fixed-size lists unwrapped, slices kept),
+    without a copy where the buffer allows it; a null anywhere inside is an error naming the
+    column."""
     if isinstance(arr.type, pa.BaseExtensionType):
         arr = arr.storage
     while True:
         if arr.null_count:
             raise ValueError(f"column {name!r} has a null inside a record; stores have no nulls")
         if not pa.types.is_fixed_size_list(arr.type):
-            return arr.to_numpy(zero_copy_only=False)
-        arr = arr.flatten()
+            break
+        size = arr.type.list_size
+        arr = arr.values.slice(arr.offset * size, len(arr) * size)  # flatten() copies; a slice does not
+    if pa.types.is_boolean(arr.type):
+        return arr.to_numpy(zero_copy_only=False)  # Arrow packs bools into bits
+    dtype = np.dtype(arr.type.to_pandas_dtype())
+    return np.frombuffer(arr.buffers()[1], dtype=dtype)[arr.offset : arr.offset + len(arr)]
