@@ -166,3 +166,12 @@ def test_from_arrow_appends_in_blocks_of_chunk_bytes(tmp_path, monkeypatch):
     assert from_arrow(tmp_path / "s", rows, chunk_bytes=800, progress=False) == 1000
     assert sum(sizes) == 8000 and max(sizes) <= 800 and len(sizes) == 10
     assert DenseDataset(tmp_path / "s")[:].tolist() == list(range(1000))
+
+
+def test_from_arrow_shows_progress_on_stderr_only_when_asked(tmp_path, capfd):
+    table = pa.table({"x": pa.array(np.arange(5000, dtype=np.int64))})
+    from_arrow(tmp_path / "quiet", table, progress=False)
+    assert capfd.readouterr() == ("", "")
+    from_arrow(tmp_path / "bar", table, progress=True, chunk_bytes=4096)
+    out, err = capfd.readouterr()
+    assert out == "" and "converting bar" in err and "100%" in err
