@@ -46,6 +46,20 @@ def _pa():
 # Out
 
 
+class Exports:
+    """What datasets and Zrecord share: Arrow export of their records."""
+
+    def arrow_reader(self, batch_bytes=BATCH_BYTES, column="data"):
+        """The records as a ``pyarrow.RecordBatchReader`` of one column, streamed in batches of
+        about ``batch_bytes`` (see :mod:`loaderx.arrow` for the types)."""
+        return reader(self, batch_bytes, column)
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        """The Arrow PyCapsule stream of :meth:`arrow_reader`: ``pyarrow.table(ds)``,
+        ``polars.DataFrame(ds)`` and DuckDB read the records directly."""
+        return self.arrow_reader().__arrow_c_stream__(requested_schema)
+
+
 def _spec(ds):
     """(kind, dtype, item_shape) of a dataset or a Zrecord: kind is dense, ragged or bytes."""
     schema = getattr(ds, "_schema", None)

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _loaderx
+from .arrow import Exports
 from .manifest import _manifest_file, _Records
 from .zrecord import CODECS, SCHEMA, Zrecord, _indices, _location
 
@@ -71,7 +72,7 @@ def _open(path, kind, storage_options, cache):
     return store, schema
 
 
-class _Base:
+class _Base(Exports):
     """What both kinds share: the schema, the store handle and index parsing."""
 
     _kind = None
@@ -109,18 +110,6 @@ class _Base:
                 raise IndexError(f"boolean mask of shape {a.shape} does not match a dataset of {n} records")
             return np.flatnonzero(a).astype(np.uint64)
         return _indices(idx, n)
-
-    def arrow_reader(self, batch_bytes=16 << 20, column="data"):
-        """The records as a ``pyarrow.RecordBatchReader`` of one column, streamed in batches of
-        about ``batch_bytes`` (see :mod:`loaderx.arrow` for the types)."""
-        from .arrow import reader
-
-        return reader(self, batch_bytes, column)
-
-    def __arrow_c_stream__(self, requested_schema=None):
-        """The Arrow PyCapsule stream of :meth:`arrow_reader`: ``pyarrow.table(ds)``,
-        ``polars.DataFrame(ds)`` and DuckDB read the records directly."""
-        return self.arrow_reader().__arrow_c_stream__(requested_schema)
 
     def _listing(self):
         """For a dataset over a manifest, its stores as listed with their records (what a loader

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _loaderx
+from .arrow import Exports
 from .errors import BadArgumentError, StoreClosedError, StoreIndexError, ZrecordError
 
 __all__ = ["Zrecord", "ZrecordError", "CODECS", "SCHEMA", "FORMAT", "MAX_RECORD_LEN"]
@@ -136,7 +137,7 @@ def _bytes_view(array, name):
     return np.frombuffer(view, dtype=np.uint8)
 
 
-class Zrecord:
+class Zrecord(Exports):
     """A store of byte records in a directory, created if it does not exist.
 
     Args:
@@ -188,18 +189,6 @@ class Zrecord:
             if store is None:
                 raise StoreClosedError.new("I/O operation on a closed Zrecord")
         return store
-
-    def arrow_reader(self, batch_bytes=16 << 20, column="data"):
-        """The records as a ``pyarrow.RecordBatchReader`` of one column, streamed in batches of
-        about ``batch_bytes`` (see :mod:`loaderx.arrow` for the types)."""
-        from .arrow import reader
-
-        return reader(self, batch_bytes, column)
-
-    def __arrow_c_stream__(self, requested_schema=None):
-        """The Arrow PyCapsule stream of :meth:`arrow_reader`: ``pyarrow.table(ds)``,
-        ``polars.DataFrame(ds)`` and DuckDB read the records directly."""
-        return self.arrow_reader().__arrow_c_stream__(requested_schema)
 
     def __len__(self):
         return len(self._s)
