@@ -66,6 +66,11 @@ class IterableDataset(_tud.IterableDataset):
             and shard decide every batch. It pickles as its config and position, so it reaches
             spawned workers. Inside a torch worker each batch is computed on the worker's own
             thread; with ``num_workers=0`` the loader's own worker threads prefetch.
+
+    Every iterator starts at the same step: the loader's when the dataset was made, or the
+    step of the last :meth:`load_state_dict`, whatever the torch worker count. The stream is
+    endless, so iterate it once (``for step, batch in zip(range(n), loader)``); to continue
+    in a new iterator, load ``state_dict(step=k)`` first.
     """
 
     def __init__(self, loader):
