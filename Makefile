@@ -7,6 +7,11 @@ export LOADERX_REQUIRE_REF := 1
 
 FUZZ_SECONDS ?= 60
 
+# CI (.ci/run sets LOADERX_CI_PRUNE=1) removes a suite's build tree once the suite has passed: a
+# fresh-clone run builds a dozen trees, and disk is what runs out there. Elsewhere they stay,
+# so the next run is incremental.
+PRUNE = $(if $(LOADERX_CI_PRUNE),rm -rf $(1),true)
+
 .PHONY: soak fuzz-smoke demo test test-ml test-windows setup py-build js-build test-rust test-py test-wheel test-npm dist release-check test-js test-browser test-golden test-viewer viewer bench-viewer lint bench bench-py bench-js crash fixtures-check
 
 ## The main job: train from the DataLoader, stream an image store, inspect it.
@@ -71,6 +76,7 @@ test-golden:
 ## mingw-w64 and wine64 if missing; builds in target/windows).
 test-windows:
 	JOBS=$(JOBS) ./scripts/test_windows.sh
+	$(call PRUNE,target/windows)
 
 ## The release wheel for this machine (manylinux_2_17 x86_64, abi3), the sdist and the npm
 ## tarball, built as `make dist` builds them and checked; the whole pytest suite runs against the
@@ -78,6 +84,7 @@ test-windows:
 test-wheel:
 	rm -rf $(PY_STORES)
 	LOADERX_EXPORT_STORES=$(PY_STORES) JOBS=$(JOBS) ./scripts/test_wheel.sh
+	$(call PRUNE,target/dist .venv-wheel)
 
 ## The npm tarball: check_dist, publint, attw, and an offline install into a fresh Node project
 ## running the README snippet and `npx loaderx-qa`.
@@ -119,6 +126,7 @@ lint: setup py-build js-build
 ## Crashers land in fuzz/artifacts/<target>/; commit them to fuzz/regressions/<target>/.
 fuzz-smoke:
 	./scripts/fuzz_smoke.sh $(FUZZ_SECONDS)
+	$(call PRUNE,fuzz/target)
 
 ## Every robustness suite at full size (crash loop 1,000 kills per operation, fuzzing, corruption
 ## sweeps, stress, Miri, AddressSanitizer); regenerates docs/reliability.md.
