@@ -175,3 +175,13 @@ def test_from_arrow_shows_progress_on_stderr_only_when_asked(tmp_path, capfd):
     from_arrow(tmp_path / "bar", table, progress=True, chunk_bytes=4096)
     out, err = capfd.readouterr()
     assert out == "" and "converting bar" in err and "100%" in err
+
+
+def test_an_hf_dataset_with_an_indices_mapping_is_refused_not_misread(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    shuffled = datasets.Dataset.from_dict({"id": list(range(50))}).shuffle(seed=0)
+    with pytest.raises(ValueError, match="flatten_indices"):
+        from_arrow(tmp_path / "s", shuffled, progress=False)
+    assert not (tmp_path / "s").exists()
+    from_arrow(tmp_path / "s", shuffled.flatten_indices(), progress=False)
+    assert DenseDataset(tmp_path / "s")[:].tolist() == shuffled["id"]

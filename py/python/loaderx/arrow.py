@@ -144,40 +144,45 @@ def reader(data, batch_bytes=BATCH_BYTES, column="data", start=0, stop=None):
     ``RaggedDataset``, a manifest's, or a ``Zrecord``) as one column named ``column``, or a dict
     ``{name: dataset}`` of equal lengths as one column each, in record order; records
     ``start <= i < stop`` only (default: all)."""
-    schema, batches = _batches(data, batch_bytes, column, start, stop)
-    return _pa().RecordBatchReader.from_batches(schema, batches)
+    export = _Export(data, batch_bytes, column)
+    return _pa().RecordBatchReader.from_batches(export.schema, export.batches(start, stop))
 
 
-def _batches(data, batch_bytes, column, start=0, stop=None):
-    """The Arrow schema of ``data`` (as :func:`reader` takes it), and a generator of its record
-    batches over ``[start, stop)``."""
-    pa = _pa()
-    streams = dict(data) if isinstance(data, dict) else {column: data}
-    if not streams:
-        raise ValueError("need at least one dataset")
-    lengths = {name: len(ds) for name, ds in streams.items()}
-    if len(set(lengths.values())) != 1:
-        raise ValueError(f"all datasets must have the same length, got {lengths}")
-    n = next(iter(lengths.values()))
-    columns = {name: _Column(pa, ds) for name, ds in streams.items()}
-    per_record = sum(c.record_bytes(n) for c in columns.values())
-    step = max(1, int(batch_bytes) // max(1, per_record))
-    fields = []
-    for name, c in columns.items():
-        meta = {"loaderx.kind": c.kind, "loaderx.dtype": c.dtype.str, "loaderx.item_shape": repr(list(c.shape))}
-        fields.append(pa.field(name, c.type, nullable=False, metadata=meta))
-    schema = pa.schema(fields)
+class _Export:
+    """The Arrow view of ``data`` (as :func:`reader` takes it): its schema, length and mean
+    bytes per record, worked out once, and its record batches over any range."""
 
-    stop = n if stop is None else int(stop)
-    if not 0 <= int(start) <= stop <= n:
-        raise IndexError(f"records {start}..{stop} are not within 0..{n}")
+    def __init__(self, data, batch_bytes, column="data"):
+        pa = _pa()
+        streams = dict(data) if isinstance(data, dict) else {column: data}
+        if not streams:
+            raise ValueError("need at least one dataset")
+        lengths = {name: len(ds) for name, ds in streams.items()}
+        if len(set(lengths.values())) != 1:
+            raise ValueError(f"all datasets must have the same length, got {lengths}")
+        self.length = next(iter(lengths.values()))
+        self.columns = {name: _Column(pa, ds) for name, ds in streams.items()}
+        self.record_bytes = sum(c.record_bytes(self.length) for c in self.columns.values())
+        self.step = max(1, int(batch_bytes) // max(1, self.record_bytes))
+        fields = []
+        for name, c in self.columns.items():
+            meta = {"loaderx.kind": c.kind, "loaderx.dtype": c.dtype.str, "loaderx.item_shape": repr(list(c.shape))}
+            fields.append(pa.field(name, c.type, nullable=False, metadata=meta))
+        self.schema = pa.schema(fields)
 
-    def batches():
-        for lo in range(int(start), stop, step):
-            hi = min(stop, lo + step)
-            yield pa.record_batch([c.batch(pa, lo, hi) for c in columns.values()], schema=schema)
+    def batches(self, start=0, stop=None):
+        """A generator of the record batches over ``[start, stop)``."""
+        pa, n = _pa(), self.length
+        stop = n if stop is None else int(stop)
+        if not 0 <= int(start) <= stop <= n:
+            raise IndexError(f"records {start}..{stop} are not within 0..{n}")
 
-    return schema, batches()
+        def batches():
+            for lo in range(int(start), stop, self.step):
+                hi = min(stop, lo + self.step)
+                yield pa.record_batch([c.batch(pa, lo, hi) for c in self.columns.values()], schema=self.schema)
+
+        return batches()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,9 +209,11 @@ def arrow_source(data, column=None):
         batches = data.iter_batches(batch_size=max(1, (8 << 20) // max(1, row)), columns=[name])
         return name, field, data.metadata.num_rows, (b.column(0) for b in batches)
     if type(data).__module__.startswith("datasets") and hasattr(data, "data"):
-        data = data.data.table if hasattr(data.data, "table") else data.data  # HF datasets: Arrow inside
+        # HF datasets: Arrow inside. After select or shuffle, an indices mapping says which rows
+        # of that table the dataset holds, in which order; the table alone would be wrong.
         if getattr(data, "_indices", None) is not None:
             raise ValueError("an HF dataset with an indices mapping (after select/shuffle): call .flatten_indices() first")
+        data = data.data.table if hasattr(data.data, "table") else data.data
     rows = None
     if isinstance(data, pa.Table):
         rows, data = data.num_rows, data.to_reader()
@@ -277,8 +284,6 @@ def column_records(pa, name, kind, dtype, shape, arr, first_row):
     if arr.null_count:
         row = first_row + int(np.flatnonzero(~np.asarray(arr.is_valid()))[0])
         raise ValueError(f"column {name!r} has a null at row {row}; stores have no nulls")
-    if isinstance(arr, pa.ChunkedArray):
-        raise TypeError("expected one array per batch")
     row_bytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if kind == "dense":
         flat = _dense_values(pa, name, arr).astype(dtype, copy=False)

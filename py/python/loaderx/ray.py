@@ -44,6 +44,10 @@ def open_any(location, storage_options=None):
         return Zrecord._existing(_location(location), storage_options, None)
 
 
+def _open_all(locations, storage_options):
+    return {name: open_any(loc, storage_options) for name, loc in locations.items()}
+
+
 class LoaderxDatasource(Datasource):
     """Records of a store, a manifest or a URL as a Ray dataset (see the module doc).
 
@@ -64,14 +68,8 @@ class LoaderxDatasource(Datasource):
         self.block_format = block_format
         self.batch_bytes = int(batch_bytes)
         self.storage_options = storage_options
-        opened = self._open()
-        self.schema, _ = arrow._batches(opened, self.batch_bytes, column)
-        self.length = len(next(iter(opened.values())))
-        pa = arrow._pa()
-        self.record_bytes = sum(arrow._Column(pa, ds).record_bytes(self.length) for ds in opened.values())
-
-    def _open(self):
-        return {name: open_any(loc, self.storage_options) for name, loc in self.locations.items()}
+        export = arrow._Export(_open_all(self.locations, storage_options), self.batch_bytes)
+        self.schema, self.length, self.record_bytes = export.schema, export.length, export.record_bytes
 
     def get_name(self):
         return "Loaderx"
@@ -101,9 +99,8 @@ class _Read:
         self.lo, self.hi = lo, hi
 
     def __call__(self):
-        opened = {name: open_any(loc, self.storage_options) for name, loc in self.locations.items()}
-        _, batches = arrow._batches(opened, self.batch_bytes, None, self.lo, self.hi)
-        for batch in batches:
+        opened = _open_all(self.locations, self.storage_options)
+        for batch in arrow._Export(opened, self.batch_bytes).batches(self.lo, self.hi):
             if self.block_format == "arrow":
                 yield arrow._pa().Table.from_batches([batch])
             else:
