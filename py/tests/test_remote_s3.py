@@ -327,3 +327,50 @@ def test_a_manifest_lists_stores_by_url(s3, tmp_path):
     assert len(many) == 2 * n and [u for u, _ in manifest.stores(tmp_path)] == urls
     idx = np.random.default_rng(1).integers(0, 2 * n, 64)
     assert np.array_equal(many[idx], local[idx % n])
+
+
+def _read_all(z, idxs):
+    idxs = np.asarray(idxs, np.int64)
+    lens = z.lengths(idxs).astype(np.uint64)
+    offs = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.uint64)
+    buf = np.empty(int(lens.sum()), np.uint8)
+    z.gather(idxs, buf, offs)
+    return buf.tobytes()
+
+
+def _fork_child_read(conn, url, idxs):
+    try:
+        z = Zrecord(url)  # a new handle in the child: its own runtime and connections
+        conn.send(("ok", _read_all(z, idxs)))
+    except BaseException as e:  # report, never hang the parent
+        conn.send(("err", repr(e)))
+    finally:
+        conn.close()
+
+
+def test_a_forked_child_reads_after_the_parent_did(s3):
+    """The parent's runtime threads do not exist in a fork()ed child: the child must build its own
+    runtime and connections rather than wait on the parent's forever."""
+    import multiprocessing as mp
+
+    name = "u8img_zstd"
+    url = f"s3://{BUCKET}/fixtures/{name}"
+    local = Zrecord._existing(FIXTURES / name / "store")
+    idxs = list(range(len(local)))[::3]
+    parent = Zrecord(url)
+    want = _read_all(local, idxs)
+    assert _read_all(parent, idxs) == want
+    ctx = mp.get_context("fork")
+    here, there = ctx.Pipe()
+    p = ctx.Process(target=_fork_child_read, args=(there, url, idxs))
+    p.start()
+    there.close()
+    if not here.poll(60):
+        p.kill()
+        pytest.fail("forked child hung reading by URL")
+    status, value = here.recv()
+    p.join(10)
+    assert status == "ok", value
+    assert value == want
+    # The parent's handle still works after the fork.
+    assert _read_all(parent, idxs[:4]) == _read_all(local, idxs[:4])
