@@ -710,7 +710,7 @@ def main():
         torch_worker_main()
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("section", nargs="?", default="all", choices=["sampler", "store", "loader", "many", "transform", "remote", "torch", "jax", "arrow", "ray", "all"])
+    parser.add_argument("section", nargs="?", default="all", choices=["sampler", "store", "gather", "loader", "many", "transform", "remote", "torch", "jax", "arrow", "ray", "all"])
     parser.add_argument("--quick", action="store_true", help="a small, fast run")
     default_ref = ROOT / ".venv-ref" / "bin" / "python"
     parser.add_argument("--ref-python", default=str(default_ref) if default_ref.exists() else None)
@@ -734,7 +734,7 @@ def main():
     else:
         ref = Reference(args.ref_python) if args.ref_python else None
     try:
-        for name in ("sampler", "store", "loader", "many", "transform", "remote"):
+        for name in ("sampler", "store", "gather", "loader", "many", "transform", "remote"):
             if args.section == name or (args.section == "all" and name not in ("transform", "remote", "many")):
                 machine_block()
                 if name == "sampler":
@@ -743,6 +743,11 @@ def main():
                     section_store(args, ref, work)
                 elif name == "loader":
                     section_loader(args, ref, work)
+                elif name == "gather":
+                    sys.path.insert(0, str(ROOT / "scripts"))
+                    from bench_limits import section_gather
+
+                    section_gather(args, work)
                 elif name == "many":
                     section_many(args, work)
                 elif name == "remote":

@@ -37,7 +37,7 @@ use std::ops::Range;
 use loaderx_core::codec::{Dictionary, Encoded, Encoder};
 use loaderx_core::format::{entry_offset, Codec, Header, RecordLoc, CHUNK_SIZE, MAX_RECORDS};
 use loaderx_core::journal::{DeleteJournal, JournalPlanError};
-use loaderx_core::plan::{place_append, plan_compact, PlanError};
+use loaderx_core::plan::{place_append, plan_compact, write_runs, PlanError};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
@@ -155,12 +155,33 @@ impl Writer {
         for id in header.tail_chunk..=tail.chunk {
             self.add_chunk(shared, id)?;
         }
-        // 1. The record bytes.
+        // 1. The record bytes, one write per run of records that lie back to back (see
+        // `write_runs`). Raw records that are neighbours in `src` too are written straight from
+        // it; other runs are staged into one buffer first.
         let files = &self.chunk_files;
-        places.par_iter().zip(&stored).try_for_each(|(&(id, offset), (_, bytes))| {
+        let lens: Vec<u32> = stored.iter().map(|(_, b)| b.len() as u32).collect();
+        write_runs(&places, &lens).par_iter().try_for_each(|run| {
+            let (id, offset) = places[run.start];
             let path = chunk_path(dir, id);
             let file = files.get(usize::from(id)).and_then(Option::as_ref);
             let file = file.ok_or_else(|| Error::corrupt(&path, "chunk file missing"))?;
+            let (first, last) = (run.start, run.end - 1);
+            let from_src = (first..last).all(|k| {
+                stored[k].0 == Codec::Raw
+                    && stored[k + 1].0 == Codec::Raw
+                    && ranges[k].end == ranges[k + 1].start
+            });
+            let staged: Vec<u8>;
+            let bytes = if run.len() == 1 {
+                stored[first].1
+            } else if from_src {
+                &src[ranges[first].start..ranges[last].end]
+            } else {
+                let mut buf = Vec::with_capacity(lens[run.clone()].iter().map(|&n| n as usize).sum());
+                stored[run.clone()].iter().for_each(|(_, b)| buf.extend_from_slice(b));
+                staged = buf;
+                &staged
+            };
             io::write_all_at(file, bytes, u64::from(offset), &path)
         })?;
         // 2. Their entries, at indices past the published length, which no reader reads.

@@ -142,9 +142,15 @@ class DenseDataset(_Base):
     _kind = "dense"
 
     def __getitems__(self, idxs):
-        idxs = self._idxs(idxs)
+        # A 1-D uint64 array (what samplers and loaders pass) needs no conversion: the engine
+        # checks every index against the length. Small batches are mostly this call's overhead.
+        if type(idxs) is not np.ndarray or idxs.dtype != _U64 or idxs.ndim != 1 or not idxs.flags.c_contiguous:
+            idxs = self._idxs(idxs)
         flat = self._store._s.gather_fixed_new(idxs, self._row_bytes)
         return flat.view(self.dtype).reshape((idxs.size, *self.item_shape))
+
+
+_U64 = np.dtype(np.uint64)
 
 
 class RaggedDataset(_Base):
