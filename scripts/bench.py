@@ -441,6 +441,8 @@ def section_store(args, ref, work):
                 w = ref(op="write", npy=str(npy), store=str(path), codec=codec)
                 rows[f"reference-{codec}"] = {"write": w, "ds": None, "path": path}
         _add_h5py(rows, work, npy, rec)
+        for threads in (1, 2):  # the machine's limit: a memcpy gather from a warm mmap
+            rows[f"limit {threads} thread{'s' if threads > 1 else ''}"] = {"write": None, "ds": None, "path": npy, "limit": threads}
 
         total = n * rec
         os.sync()  # let writeback of the fresh files finish before anything is timed
@@ -451,10 +453,11 @@ def section_store(args, ref, work):
             for name, r in rows.items():
                 times[name]["rnd"] += _run(r, ref, rnd_path, rnd)
                 times[name]["seq"] += _run(r, ref, seq_path, seq)
-        widths = [18, 11, 12, 12, 10, 10, 7, 9, 9]
-        row(["store", "write", "gather rnd", "gather seq", "per batch", "on disk", "ratio", "vs npy", "vs ref"], widths)
+        widths = [18, 11, 12, 12, 10, 10, 7, 9, 9, 9]
+        row(["store", "write", "gather rnd", "gather seq", "per batch", "on disk", "ratio", "vs npy", "vs ref", "vs limit"], widths)
         batch_mib = BATCH * rec / MiB
         npy_rate = batch_mib / median(times["npy-mmap"]["rnd"])
+        limit_rate = max(batch_mib / median(times[f"limit {k} thread{'s' if k > 1 else ''}"]["rnd"]) for k in (1, 2))
         for name, r in rows.items():
             t_rnd, t_seq = median(times[name]["rnd"]), median(times[name]["seq"])
             rate = batch_mib / t_rnd
@@ -462,7 +465,7 @@ def section_store(args, ref, work):
             vs_ref = ""
             if ref_name in times and times[ref_name]["rnd"]:
                 vs_ref = f"{rate / (batch_mib / median(times[ref_name]['rnd'])):.2f}x"
-            disk = disk_usage(r["path"])
+            disk = None if "limit" in r else disk_usage(r["path"])
             write = f"{total / MiB / r['write']:.0f} MiB/s" if r["write"] else "-"
             row(
                 [
@@ -471,10 +474,11 @@ def section_store(args, ref, work):
                     f"{rate:.0f} MiB/s",
                     f"{batch_mib / t_seq:.0f} MiB/s",
                     f"{t_rnd * 1e3:.2f} ms",
-                    f"{disk / MiB:.0f} MiB",
-                    f"{total / max(disk, 1):.2f}x",
+                    f"{disk / MiB:.0f} MiB" if disk else "-",
+                    f"{total / max(disk, 1):.2f}x" if disk else "-",
                     f"{rate / npy_rate:.2f}x",
                     vs_ref,
+                    "" if "limit" in r else f"{rate / limit_rate:.2f}x",
                 ],
                 widths,
             )
@@ -516,9 +520,19 @@ class _H5Rows:
         return self.dset[np.asarray(idx, dtype=np.int64)]
 
 
+_LIMITS = []
+
+
 def _run(r, ref, batches_path, batches):
     if r["ds"] is not None:
         return time_gather(r["ds"], batches)
+    if "limit" in r:
+        if not _LIMITS:
+            sys.path.insert(0, str(ROOT / "scripts"))
+            from bench_limits import Limits
+
+            _LIMITS.append(Limits())
+        return _LIMITS[0].times("gather", r["path"], batches, r["limit"])
     return ref(op="gather", store=str(r["path"]), batches=str(batches_path))
 
 
@@ -555,7 +569,15 @@ def section_loader(args, ref, work):
                 continue
             stores[(who, codec)] = paths
     os.sync()  # let writeback of the fresh files finish before anything is timed
-    times = {key: [] for key in stores}
+    # The two-core limits, in the same rounds: a memcpy gather of the images from a warm mmap,
+    # and zstd decoding of their frames held in memory (scripts/bench_limits.py).
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench_limits import Limits
+
+    limits = Limits()
+    draws = rng.integers(0, n, (min(n_batches, 100), BATCH)).astype(np.uint64)
+    kinds = {"raw": "gather", "zstd": "decode"}
+    times = {key: [] for key in [*stores, *(("limit", c) for c in kinds)]}
     for _ in range(rounds):
         for (who, codec), paths in stores.items():
             if who == "ours":
@@ -563,15 +585,21 @@ def section_loader(args, ref, work):
             else:
                 rate = ref(op="loader", stores=[str(p) for p in paths], batches=n_batches, workers=4)
             times[(who, codec)].append(rate)
-    widths = [20, 11, 10, 12, 12, 8]
-    row(["loader", "batches/s", "per batch", "samples/s", "throughput", "vs ref"], widths)
+        for codec, mode in kinds.items():
+            times[("limit", codec)].append(1 / median(limits.times(mode, npy, draws, 2)))
+    limits.close()
+    widths = [28, 11, 10, 12, 12, 8, 9]
+    row(["loader", "batches/s", "per batch", "samples/s", "throughput", "vs ref", "vs limit"], widths)
     mib = BATCH * (64 * 64 * 3 + 8) / MiB
     for (who, codec), rates in times.items():
         rate = median(rates)
-        ref_rate = median(times[("ref", codec)]) if ("ref", codec) in times else None
-        name = ("loaderx" if who == "ours" else "reference 0.9.11") + f"-{codec}"
+        ref_rate = median(times[("ref", codec)]) if ("ref", codec) in times and who != "limit" else None
+        limit = median(times[("limit", codec)])
+        name = {"ours": "loaderx", "ref": "reference 0.9.11"}.get(who) or f"limit: {kinds[codec]}, 2 threads"
+        name += "" if who == "limit" else f"-{codec}"
         vs = f"{rate / ref_rate:.2f}x" if ref_rate else ""
-        row([name, f"{rate:.1f}", f"{1e3 / rate:.2f} ms", f"{rate * BATCH:,.0f}", f"{rate * mib:.0f} MiB/s", vs], widths)
+        row([name, f"{rate:.1f}", f"{1e3 / rate:.2f} ms", f"{rate * BATCH:,.0f}", f"{rate * mib:.0f} MiB/s", vs,
+             "" if who == "limit" else f"{rate / limit:.2f}x"], widths)
     print()
 
 

@@ -72,6 +72,20 @@ impl Half for Decode<'_> {
     }
 }
 
+/// Spins until `flag` reaches `k`, yielding the core after a while: with both threads spinning
+/// and something else running, a pure spin could hold the core the other thread needs.
+fn wait_for(flag: &AtomicUsize, k: usize) {
+    let mut spins = 0u32;
+    while flag.load(Ordering::Acquire) < k {
+        spins += 1;
+        if spins < 4096 {
+            spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
 /// Times every batch, after one untimed pass.
 fn time_batches(batches: &[&[u64]], record: usize, mut halves: Vec<Box<dyn Half + '_>>) -> Vec<f64> {
     let batch = batches[0].len();
@@ -93,9 +107,7 @@ fn time_batches(batches: &[&[u64]], record: usize, mut halves: Vec<Box<dyn Half 
             let (go, done) = (&go, &done);
             s.spawn(move || {
                 for k in 1..=rounds {
-                    while go.load(Ordering::Acquire) < k {
-                        spin_loop();
-                    }
+                    wait_for(go, k);
                     second.run(&batches[(k - 1) % batches.len()][split..], hi);
                     done.store(k, Ordering::Release);
                 }
@@ -106,9 +118,7 @@ fn time_batches(batches: &[&[u64]], record: usize, mut halves: Vec<Box<dyn Half 
             go.store(k, Ordering::Release);
             first.run(&batches[(k - 1) % batches.len()][..split], lo);
             if split < batch {
-                while done.load(Ordering::Acquire) < k {
-                    spin_loop();
-                }
+                wait_for(&done, k);
             }
             if k > batches.len() {
                 times.push(t.elapsed().as_secs_f64());
