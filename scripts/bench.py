@@ -570,7 +570,8 @@ def section_loader(args, ref, work):
             stores[(who, codec)] = paths
     os.sync()  # let writeback of the fresh files finish before anything is timed
     # The two-core limits, in the same rounds: a memcpy gather of the images from a warm mmap,
-    # and zstd decoding of their frames held in memory (scripts/bench_limits.py).
+    # and zstd decoding of their frames held in memory, each core on batches of its own
+    # (scripts/bench_limits.py).
     sys.path.insert(0, str(ROOT / "scripts"))
     from bench_limits import Limits
 
@@ -586,7 +587,7 @@ def section_loader(args, ref, work):
                 rate = ref(op="loader", stores=[str(p) for p in paths], batches=n_batches, workers=4)
             times[(who, codec)].append(rate)
         for codec, mode in kinds.items():
-            times[("limit", codec)].append(1 / median(limits.times(mode, npy, draws, 2)))
+            times[("limit", codec)].append(1 / median(limits.times(mode, npy, draws, 2, stream=True)))
     limits.close()
     widths = [28, 11, 10, 12, 12, 8, 9]
     row(["loader", "batches/s", "per batch", "samples/s", "throughput", "vs ref", "vs limit"], widths)

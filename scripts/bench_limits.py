@@ -40,14 +40,16 @@ class Limits:
             self._files[key] = (batches, f.name)  # keeps `batches` alive, so its id stays unique
         return self._files[key][1]
 
-    def times(self, mode, npy, batches, threads):
+    def times(self, mode, npy, batches, threads, stream=False):
         """Seconds per batch of ``mode`` (``gather`` or ``decode``) over the records of the
-        ``.npy`` file ``npy`` (one record per row), ``threads`` 1 or 2."""
+        ``.npy`` file ``npy`` (one record per row), ``threads`` 1 or 2: each batch split across
+        the threads, or with ``stream`` whole batches per thread with no step between them (one
+        figure: the wall time per batch, the throughput a loader is measured against)."""
         arr = np.load(npy, mmap_mode="r")
         record = arr.itemsize * int(np.prod(arr.shape[1:]))
         out = subprocess.run(
             [str(self.exe), mode, str(npy), str(arr.offset), str(record), self._batches_file(batches),
-             str(batches.shape[1]), str(threads)],
+             str(batches.shape[1]), str(threads), *(["stream"] if stream else [])],
             check=True,
             capture_output=True,
             text=True,

@@ -2,8 +2,8 @@
 //! with no store at all around it.
 //!
 //! ```text
-//! limits gather FILE OFFSET RECORD BATCHES BATCH THREADS
-//! limits decode FILE OFFSET RECORD BATCHES BATCH THREADS
+//! limits gather FILE OFFSET RECORD BATCHES BATCH THREADS [stream]
+//! limits decode FILE OFFSET RECORD BATCHES BATCH THREADS [stream]
 //! ```
 //!
 //! `FILE` holds fixed-size records of `RECORD` bytes from byte `OFFSET` on (an `.npy` file past
@@ -15,11 +15,16 @@
 //!   already faulted-in buffer: `memcpy` and nothing else.
 //! * `decode` first compresses every record of `FILE` on its own with zstd at the store's level,
 //!   holds the frames in memory, then decodes each batch's frames into the reused buffer: the
-//!   codec and nothing else.
+//!   codec and nothing else. A record whose frame would not be smaller is copied instead, as a
+//!   store keeps it raw.
 //!
 //! With `THREADS` = 2 the batch is split in halves; the second half goes to one helper thread that
 //! lives for the whole run and spins between batches, so no batch pays for starting or waking a
 //! thread. That is a best case no real loader gets, which is what a limit should be.
+//!
+//! With `stream`, each thread instead takes every other batch whole, with no step between
+//! batches, and the one figure printed is the wall time per batch: the throughput limit a loader
+//! with batches in flight is measured against.
 #![allow(unsafe_code)]
 
 use std::hint::spin_loop;
@@ -29,7 +34,7 @@ use std::time::Instant;
 const PAGE: usize = 4096;
 
 fn usage() -> ! {
-    eprintln!("usage: limits gather|decode FILE OFFSET RECORD BATCHES BATCH THREADS");
+    eprintln!("usage: limits gather|decode FILE OFFSET RECORD BATCHES BATCH THREADS [stream]");
     std::process::exit(2)
 }
 
@@ -57,7 +62,10 @@ impl Half for Copy<'_> {
 }
 
 struct Decode<'a> {
-    frames: &'a [Vec<u8>],
+    src: &'a [u8],
+    /// Each record's zstd frame, or `None` where the frame is no smaller than the record (a
+    /// store keeps such a record raw, so reading it is a copy).
+    frames: &'a [Option<Vec<u8>>],
     decoder: zstd::bulk::Decompressor<'static>,
 }
 
@@ -65,9 +73,14 @@ impl Half for Decode<'_> {
     fn run(&mut self, indices: &[u64], dst: &mut [u8]) {
         let record = dst.len() / indices.len().max(1);
         for (&i, out) in indices.iter().zip(dst.chunks_exact_mut(record)) {
-            let n =
-                self.decoder.decompress_to_buffer(&self.frames[i as usize], out).expect("a frame decodes");
-            assert_eq!(n, record, "a frame decodes to one record");
+            let i = i as usize;
+            match &self.frames[i] {
+                Some(frame) => {
+                    let n = self.decoder.decompress_to_buffer(frame, out).expect("a frame decodes");
+                    assert_eq!(n, record, "a frame decodes to one record");
+                }
+                None => out.copy_from_slice(&self.src[i * record..(i + 1) * record]),
+            }
         }
     }
 }
@@ -93,8 +106,7 @@ fn time_batches(batches: &[&[u64]], record: usize, mut halves: Vec<Box<dyn Half 
     // Page-aligned, as the engine's buffers are: a destination a few bytes past a page boundary
     // from a page-aligned source makes every load alias a store just made (4K aliasing), which
     // costs a raw copy about a third of its speed here.
-    let mut bytes = vec![1u8; batch * record + PAGE];
-    let start = bytes.as_ptr().align_offset(PAGE).min(PAGE);
+    let (mut bytes, start) = aligned(batch * record);
     let dst = &mut bytes[start..start + batch * record];
     let (lo, hi) = dst.split_at_mut(split * record);
     let rounds = 2 * batches.len();
@@ -128,6 +140,44 @@ fn time_batches(batches: &[&[u64]], record: usize, mut halves: Vec<Box<dyn Half 
     times
 }
 
+/// A page-aligned buffer of `len` bytes, already written once (so faulted in).
+fn aligned(len: usize) -> (Vec<u8>, usize) {
+    let bytes = vec![1u8; len + PAGE];
+    let start = bytes.as_ptr().align_offset(PAGE).min(PAGE);
+    (bytes, start)
+}
+
+/// Throughput rather than latency: each thread takes every `threads`-th batch into a buffer of
+/// its own, with no step in between, as a loader with batches in flight does. Returns the wall
+/// time per batch of one timed pass over all of them (after an untimed one).
+fn time_stream(batches: &[&[u64]], record: usize, workers: Vec<Box<dyn Half + '_>>) -> Vec<f64> {
+    let threads = workers.len();
+    let start = std::sync::Barrier::new(threads + 1);
+    let end = std::sync::Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        for (t, mut worker) in workers.into_iter().enumerate() {
+            let (start, end) = (&start, &end);
+            s.spawn(move || {
+                let (mut bytes, at) = aligned(batches[0].len() * record);
+                let dst = &mut bytes[at..at + batches[0].len() * record];
+                for pass in 0..2 {
+                    if pass == 1 {
+                        start.wait();
+                    }
+                    for b in batches.iter().skip(t).step_by(threads) {
+                        worker.run(b, dst);
+                    }
+                }
+                end.wait();
+            });
+        }
+        start.wait();
+        let t = Instant::now();
+        end.wait();
+        vec![t.elapsed().as_secs_f64() / batches.len() as f64]
+    })
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let mode = args.get(1).map(String::as_str).unwrap_or_else(|| usage());
@@ -146,23 +196,25 @@ fn main() {
     let src = &map[offset..];
     let count = src.len() / record;
     assert!(indices.iter().all(|&i| (i as usize) < count), "every index is a record of FILE");
+    let stream = args.get(8).map(String::as_str) == Some("stream");
+    let time = |halves| if stream { time_stream(&batches, record, halves) } else { time_batches(&batches, record, halves) };
     let times = match mode {
-        "gather" => {
-            let halves = (0..threads).map(|_| Box::new(Copy { src, record }) as Box<dyn Half>).collect();
-            time_batches(&batches, record, halves)
-        }
+        "gather" => time((0..threads).map(|_| Box::new(Copy { src, record }) as Box<dyn Half>).collect()),
         "decode" => {
             let level = loaderx_core::codec::ZSTD_LEVEL;
             let mut c = zstd::bulk::Compressor::new(level).expect("a compressor");
-            let frames: Vec<Vec<u8>> =
-                src.chunks_exact(record).map(|r| c.compress(r).expect("a record compresses")).collect();
-            let halves = (0..threads)
-                .map(|_| {
-                    let decoder = zstd::bulk::Decompressor::new().expect("a decompressor");
-                    Box::new(Decode { frames: &frames, decoder }) as Box<dyn Half>
-                })
+            let frames: Vec<Option<Vec<u8>>> = src
+                .chunks_exact(record)
+                .map(|r| Some(c.compress(r).expect("a record compresses")).filter(|f| f.len() <= r.len()))
                 .collect();
-            time_batches(&batches, record, halves)
+            time(
+                (0..threads)
+                    .map(|_| {
+                        let decoder = zstd::bulk::Decompressor::new().expect("a decompressor");
+                        Box::new(Decode { src, frames: &frames, decoder }) as Box<dyn Half>
+                    })
+                    .collect(),
+            )
         }
         _ => usage(),
     };
