@@ -105,6 +105,23 @@ impl MetaMap {
         RecordLoc::read(&bytes)
     }
 
+    /// Reads one byte of each of the entries of `indices` that the mapping reaches, so that
+    /// their cache misses overlap: the loads are independent here, while a loop that checks each
+    /// entry before it moves on takes them one after another.
+    pub(crate) fn touch_entries(&self, indices: &[u64]) {
+        let mut seen = 0u8;
+        for &index in indices {
+            let at = entry_offset(index);
+            if at.checked_add(ENTRY_SIZE).is_some_and(|end| end <= self.len) {
+                // SAFETY: `at + 16 <= len` was checked just above, so the byte is inside the
+                // mapping; as for `entry`, callers pass checked indices (below the length), whose
+                // entries no writer changes while readers hold the gate.
+                seen ^= unsafe { *self.map.as_ptr().add(at as usize) };
+            }
+        }
+        std::hint::black_box(seen);
+    }
+
     /// Writes table entry `index`. Returns `false` if the mapping does not reach it.
     ///
     /// The caller guarantees no reader can see the entry yet (`index >= length`) or holds

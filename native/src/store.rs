@@ -168,6 +168,7 @@ impl Store {
         check_indices(u64::from(meta.length()), indices)?;
         let chunks = self.shared.chunks();
         let chunk_len = |id: u16| chunks.get(usize::from(id))?.as_ref().map(|c| c.len());
+        meta.touch_entries(indices);
         indices
             .iter()
             .map(|&index| {
