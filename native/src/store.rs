@@ -30,6 +30,7 @@ use crate::files::{self, chunk_path, meta_path, Chunk};
 use crate::journal;
 use crate::map::MetaMap;
 use crate::shared::{Chunks, Shared};
+use crate::sync::atomic::{AtomicUsize, Ordering};
 use crate::sync::{self, Arc, Mutex, RwLock, RwLockReadGuard};
 use crate::writer::Writer;
 
@@ -450,8 +451,31 @@ impl std::fmt::Debug for Planned<'_, '_> {
     }
 }
 
+/// Gathers decoding in this process right now. (A child forked while another thread gathered
+/// inherits that count for good, so it never splits a gather: slower, never wrong.)
+static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts a gather in [`ACTIVE`] while it lives.
+struct Active {
+    /// Gathers that were running when this one started.
+    others: usize,
+}
+
+impl Active {
+    fn enter() -> Active {
+        Active { others: ACTIVE.fetch_add(1, Ordering::Relaxed) }
+    }
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        ACTIVE.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// Decodes planned records (of one store or several) into their destinations: on the calling
-/// thread when the batch is small, else in blocks over the calling thread and the rayon pool.
+/// thread when the batch is small or other gathers already keep every core busy, else in blocks
+/// over the calling thread and the rayon pool.
 pub(crate) fn decode_planned(mut plans: Vec<Planned<'_, '_>>) -> Result<()> {
     let total: u64 = plans.iter().map(|p| p.bytes).sum();
     let records: usize = plans.iter().map(|p| p.jobs.len()).sum();
@@ -459,7 +483,10 @@ pub(crate) fn decode_planned(mut plans: Vec<Planned<'_, '_>>) -> Result<()> {
     let run = |(source, jobs): (&Source<'_>, &mut [Job<'_>])| {
         run_shard(source.dir, &source.chunks, source.dict.as_deref(), jobs)
     };
-    if total < PARALLEL_MIN_BYTES || threads < 2 || records < 2 {
+    // Gathers already running on other threads (a loader's workers) keep the cores busy: then
+    // splitting this one only adds switches between threads, so it runs where it was called.
+    let _active = Active::enter();
+    if total < PARALLEL_MIN_BYTES || threads < 2 || records < 2 || _active.others >= threads - 1 {
         return plans.iter_mut().try_for_each(|p| run((&p.source, &mut p.jobs)));
     }
     // Many small blocks per thread, so the threads finish together: the last block is all
