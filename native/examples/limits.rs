@@ -197,7 +197,13 @@ fn main() {
     let count = src.len() / record;
     assert!(indices.iter().all(|&i| (i as usize) < count), "every index is a record of FILE");
     let stream = args.get(8).map(String::as_str) == Some("stream");
-    let time = |halves| if stream { time_stream(&batches, record, halves) } else { time_batches(&batches, record, halves) };
+    let time = |halves| {
+        if stream {
+            time_stream(&batches, record, halves)
+        } else {
+            time_batches(&batches, record, halves)
+        }
+    };
     let times = match mode {
         "gather" => time((0..threads).map(|_| Box::new(Copy { src, record }) as Box<dyn Half>).collect()),
         "decode" => {
