@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """loaderx benchmarks: sampler, store and loader, side by side in one run.
 
-    python scripts/bench.py [sampler|store|loader|many|transform|remote|torch|jax|arrow|ray|all]
+    python scripts/bench.py [sampler|store|gather|loader|many|transform|remote|torch|jax|arrow|ray|all]
                             [--quick]
                             [--ref-python PATH]
                             [--torch-python PATH] [--workdir DIR]
@@ -12,6 +12,12 @@ allocation are inside the timings). The reference loaderx 0.9.11 runs in its own
 speaks JSON lines; its rounds are interleaved with ours, on the same data files and the same
 index batches. Peers (h5py, blosc2) get rows when they are importable. Each section prints the
 machine block first; figures are medians of several interleaved rounds.
+
+Every store and loader run prints ours/limit beside the rows: ``native/examples/limits.rs``
+(memcpy gathers from a warm mmap on 1 and 2 threads, zstd decoding of frames held in memory)
+runs on the same files and index batches, interleaved with the rows (scripts/bench_limits.py).
+``gather`` sweeps the batch size from 16 to 4096 for raw 12 KiB and 128 KiB records beside
+npy-mmap and those limits.
 
 ``transform`` (not part of ``all``) is the loader with the CPU-heavy per-sample transform
 :func:`augment`: loaderx with thread workers and with worker processes, beside
