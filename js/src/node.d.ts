@@ -21,6 +21,13 @@ export declare class NodeSource implements Source {
   constructor(dir: string);
   label: string;
   maxGap: number;
+  /**
+   * Largest call (bytes) read on the calling thread with synchronous positional reads, when no
+   * other call on the store is in flight (default 16 MiB; 0 reads everything on the thread pool).
+   */
+  syncLimit: number;
+  /** Reads of one call in flight at once on the thread pool (default Infinity: all of them). */
+  readConcurrency: number;
   size(name: string): Promise<number | null>;
   read(name: string, start: number, end: number): Promise<Uint8Array | null>;
   readInto(name: string, start: number, end: number, target: Uint8Array, offset: number): Promise<number | null>;

@@ -21,8 +21,11 @@ const MAX_SIDE_FILE = 64 << 20;
 const VERIFY_BYTES = 64 << 20;
 /** Records whose table entries stats() reads at a time (16 MiB of table). */
 const STATS_SPAN = 1 << 20;
-/** Concurrent reads per call. */
+/** Concurrent reads per call, unless the source sets `readConcurrency`. */
 const READ_CONCURRENCY = 16;
+/** Staging buffers kept for reuse per store, and the largest kept. */
+const SPARE_BUFFERS = 4;
+const SPARE_BYTES = 64 << 20;
 
 const MODES = { SEQUENTIAL: 0, IID: 1, CYCLIC: 2 };
 
@@ -184,6 +187,10 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
     #info;
     #closed = false;
     #cache;
+    /** Gathers in progress (planned or not yet), so #run knows whether another call waits. */
+    #active = 0;
+    /** Staging buffers free for reuse. */
+    #spare = [];
 
     /** Use `Store.open`. */
     constructor(key, source, reader, info) {
@@ -241,6 +248,8 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
       try {
         return await fn();
       } catch (e) {
+        // A source closed under a call in flight fails its reads: that call was cut by close().
+        if (this.#closed) throw loaderxError('LOADERX_CLOSED', 'the store is closed');
         throw ioError(e, what);
       }
     }
@@ -272,9 +281,13 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
     }
 
     /**
-     * Reads a plan's ranges into one buffer, each at its planned position, and decodes them.
-     * Sources with `readInto` read straight into that buffer; others (HTTP, with its range cache)
-     * return a piece that is copied in.
+     * Reads a plan's ranges, each at its planned position in one buffer, and decodes them.
+     * Sources with `readIntoSync` (built-in only: memory, and local files for a call of at most
+     * `syncLimit` bytes while no other call is in flight) are read on this thread straight into
+     * the plan's input buffer in wasm memory, which saves a staging buffer and a copy. Otherwise
+     * the reads go out together (`readConcurrency` at a time), so that they proceed while this
+     * thread decodes another call's batch: sources with `readInto` read straight into a staging
+     * buffer, others (HTTP, with its range cache) return a piece that is copied in.
      */
     async #run(plan) {
       const r = plan.ranges();
@@ -284,17 +297,22 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
         jobs.push([r[k], r[k + 1], r[k + 2], at]);
         at += r[k + 2] - r[k + 1];
       }
-      const data = new Uint8Array(at);
       const source = this.#source;
-      if (source.readIntoSync) {
-        // In-memory bytes: no I/O to wait for, so no promise per range.
-        const got = jobs.map(([chunk, start, end, offset]) => {
+      if (source.readIntoSync && (source.syncLimit == null || (at <= source.syncLimit && this.#active <= 1))) {
+        const memory = wasm.wasmMemory();
+        const address = plan.inputAddress();
+        // The view is taken after the allocation, and nothing calls into wasm between taking it
+        // and decoding, so memory cannot grow (which would detach it) in between.
+        const data = new Uint8Array(memory.buffer, address, at);
+        const got = new Float64Array(jobs.length);
+        jobs.forEach(([chunk, start, end, offset], k) => {
           const name = `${chunk}.zr`;
-          return sourceCount(source, name, start, end, source.readIntoSync(name, start, end, data, offset));
+          got[k] = sourceCount(source, name, start, end, source.readIntoSync(name, start, end, data, offset));
         });
-        return this.#reader.decode(plan, data, Float64Array.from(got));
+        return this.#reader.decodeInput(plan, got);
       }
-      const got = await mapLimit(jobs, READ_CONCURRENCY, async ([chunk, start, end, offset]) => {
+      const data = this.#staging(at);
+      const got = await mapLimit(jobs, source.readConcurrency ?? READ_CONCURRENCY, async ([chunk, start, end, offset]) => {
         const name = `${chunk}.zr`;
         if (source.readInto) return sourceCount(source, name, start, end, await source.readInto(name, start, end, data, offset));
         const key = `${chunk}:${start}:${end}`;
@@ -307,17 +325,40 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
         return bytes.byteLength;
       });
       this.#check();
-      return this.#reader.decode(plan, data, Float64Array.from(got));
+      try {
+        return this.#reader.decode(plan, data, Float64Array.from(got));
+      } finally {
+        this.#unstage(data);
+      }
+    }
+
+    /** A staging buffer of `n` bytes, reused across calls (a fresh one costs page faults). */
+    #staging(n) {
+      const k = this.#spare.findIndex((b) => b.byteLength >= n);
+      if (k < 0) return new Uint8Array(n);
+      return this.#spare.splice(k, 1)[0].subarray(0, n);
+    }
+
+    /** Returns a staging buffer once its bytes are in wasm memory (kept: at most SPARE_BUFFERS,
+     *  each at most SPARE_BYTES). */
+    #unstage(data) {
+      const whole = new Uint8Array(data.buffer);
+      if (whole.byteLength <= SPARE_BYTES && this.#spare.length < SPARE_BUFFERS) this.#spare.push(whole);
     }
 
     async #gather(indices, typed) {
       const idx = toIndexArray(indices);
-      const plan = await this.#withEntries(idx, () => this.#reader.plan(idx, (this.#source.maxGap ?? 0), false, typed));
+      this.#active++;
       try {
-        const out = await this.#run(plan);
-        return { out, lens: plan.outLengths() };
+        const plan = await this.#withEntries(idx, () => this.#reader.plan(idx, (this.#source.maxGap ?? 0), false, typed));
+        try {
+          const out = await this.#run(plan);
+          return { out, lens: plan.outLengths() };
+        } finally {
+          plan.free();
+        }
       } finally {
-        plan.free();
+        this.#active--;
       }
     }
 

@@ -30,6 +30,12 @@ pub fn version() -> String {
     env!("CARGO_PKG_VERSION").to_owned()
 }
 
+/// This module's memory (a `WebAssembly.Memory`), for views over buffers it hands out by address.
+#[wasm_bindgen::prelude::wasm_bindgen(js_name = wasmMemory)]
+pub fn wasm_memory() -> wasm_bindgen::JsValue {
+    wasm_bindgen::memory()
+}
+
 /// Whether this build decodes on a thread pool.
 #[wasm_bindgen::prelude::wasm_bindgen(js_name = isThreaded)]
 pub fn is_threaded() -> bool {

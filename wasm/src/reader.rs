@@ -183,7 +183,7 @@ impl Reader {
             max_out: MAX_OUT,
         };
         let inner = read::plan_gather(&entries, &rules, lenient).map_err(js)?;
-        Ok(Plan { inner, view, lenient })
+        Ok(Plan { inner, view, lenient, input: Vec::new() })
     }
 
     /// Decodes a plan from the bytes read for its ranges. `data` holds the ranges at their planned
@@ -192,6 +192,23 @@ impl Reader {
     /// when a file ends early). Returns the records' output bytes back to back (see
     /// [`Plan::out_lengths`]).
     pub fn decode(&self, plan: &mut Plan, data: &[u8], got: &[f64]) -> Result<Vec<u8>, JsValue> {
+        self.decode_from(plan, data, got)
+    }
+
+    /// [`decode`](Self::decode) from the plan's own input buffer, which JavaScript filled in
+    /// place (see [`Plan::input_address`]); the buffer is freed.
+    #[wasm_bindgen(js_name = decodeInput)]
+    pub fn decode_input(&self, plan: &mut Plan, got: &[f64]) -> Result<Vec<u8>, JsValue> {
+        let input = std::mem::take(&mut plan.input);
+        if input.len() as f64 != plan.data_len() {
+            return Err(argument("the plan's input buffer was not allocated (call inputAddress first)"));
+        }
+        self.decode_from(plan, &input, got)
+    }
+}
+
+impl Reader {
+    fn decode_from(&self, plan: &mut Plan, data: &[u8], got: &[f64]) -> Result<Vec<u8>, JsValue> {
         let ranges = &plan.inner.ranges;
         if got.len() != ranges.len() {
             return Err(argument("one returned length per planned range is needed"));
@@ -219,7 +236,10 @@ impl Reader {
         }
         Ok(out)
     }
+}
 
+#[wasm_bindgen]
+impl Reader {
     /// `[stored, decoded]` byte sums of the entries of records `start..end`, whose table pages
     /// must be cached (`tableRangesSpan(start, end)`).
     #[wasm_bindgen(js_name = entrySums)]
@@ -312,6 +332,8 @@ pub struct Plan {
     inner: GatherPlan,
     view: Option<ElementView>,
     lenient: bool,
+    /// The bytes read for the ranges, when JavaScript reads them straight into wasm memory.
+    input: Vec<u8>,
 }
 
 #[wasm_bindgen]
@@ -325,6 +347,17 @@ impl Plan {
     #[wasm_bindgen(js_name = dataLen)]
     pub fn data_len(&self) -> f64 {
         self.inner.ranges.iter().map(|r| (r.end - r.start) as f64).sum()
+    }
+
+    /// Allocates the plan's input buffer ([`dataLen`](Self::data_len) bytes, zeroed) and returns
+    /// its address in wasm memory, for JavaScript to fill in place (a `Uint8Array` over
+    /// `wasmMemory().buffer`) and hand to `Reader.decodeInput`. The view is valid only until the next
+    /// call into this module that allocates (memory may grow), so it is filled synchronously.
+    #[wasm_bindgen(js_name = inputAddress)]
+    pub fn input_address(&mut self) -> usize {
+        let len = self.inner.ranges.iter().map(|r| (r.end - r.start) as usize).sum();
+        self.input = vec![0; len];
+        self.input.as_mut_ptr() as usize
     }
 
     /// Store indices of the planned records, in request order.

@@ -1,6 +1,10 @@
-// A store directory on a local disk, read with positional reads (fs/promises), and what the
-// Node entry point opens: paths, URLs, `{name: bytes}` and sources.
-import { open, stat } from 'node:fs/promises';
+// A store directory on a local disk, read with positional reads, and what the Node entry point
+// opens: paths, URLs, `{name: bytes}` and sources. A call's reads are either all queued at once
+// on libuv's thread pool (readInto), so they proceed while the event loop decodes another batch,
+// or made on the calling thread (readIntoSync: no thread-pool round trip per read), which the
+// store does for a call of at most `syncLimit` bytes when no other call is waiting on the source.
+import { close, openSync, read, readSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HttpSource } from './http.js';
@@ -29,7 +33,18 @@ export class NodeSource {
     this.dir = String(dir);
     this.label = this.dir;
     this.maxGap = 1 << 14;
-    this.handles = new Map();
+    /** Largest call read on the calling thread (bytes); larger ones go to the thread pool. */
+    this.syncLimit = 16 << 20;
+    /** Reads of one call in flight at once (all of them: libuv queues what its threads cannot take). */
+    this.readConcurrency = Infinity;
+    /** @type {Map<string, number>} open descriptors */
+    this.fds = new Map();
+    /** Reads on the thread pool not yet done: close() waits for them before it closes their
+     *  descriptors (a number closed under a read could name another file by then). */
+    this.pending = 0;
+    /** @type {(() => void) | null} */
+    this.drained = null;
+    this.closed = false;
   }
 
   async size(name) {
@@ -41,16 +56,20 @@ export class NodeSource {
     }
   }
 
-  handle(name) {
-    if (!this.handles.has(name)) {
-      const h = open(join(this.dir, name), 'r').catch((e) => {
-        this.handles.delete(name);
+  /** The descriptor of `name`, opened once; null when it is missing (looked for again next time). */
+  fd(name) {
+    if (this.closed) throw Object.assign(new Error(`${this.label} is closed`), { code: 'EBADF' });
+    let fd = this.fds.get(name);
+    if (fd == null) {
+      try {
+        fd = openSync(join(this.dir, name), 'r');
+      } catch (e) {
         if (e.code === 'ENOENT') return null;
         throw e;
-      });
-      this.handles.set(name, h);
+      }
+      this.fds.set(name, fd);
     }
-    return this.handles.get(name);
+    return fd;
   }
 
   async read(name, start, end) {
@@ -60,24 +79,46 @@ export class NodeSource {
     return n === buf.length ? buf : buf.subarray(0, n);
   }
 
-  /** Positional reads of [start, end) into `target` at `offset`; returns the bytes read (fewer
-   *  at the end of the file), or null when the file is missing. */
+  /** Positional reads of [start, end) into `target` at `offset` on libuv's thread pool; resolves
+   *  to the bytes read (fewer at the end of the file), or null when the file is missing. */
   async readInto(name, start, end, target, offset) {
-    const fh = await this.handle(name);
-    if (!fh) return null;
+    const fd = this.fd(name);
+    if (fd == null) return null;
     const want = Math.max(0, end - start);
     let filled = 0;
     while (filled < want) {
-      const { bytesRead } = await fh.read(target, offset + filled, want - filled, start + filled);
-      if (bytesRead === 0) break;
-      filled += bytesRead;
+      this.pending++;
+      const n = await /** @type {Promise<number>} */ (new Promise((resolve, reject) => {
+        read(fd, target, offset + filled, want - filled, start + filled, (e, got) => {
+          if (--this.pending === 0) this.drained?.();
+          return e ? reject(e) : resolve(got);
+        });
+      }));
+      if (n === 0) break;
+      filled += n;
+    }
+    return filled;
+  }
+
+  /** `readInto` on the calling thread (returns the count, or null when the file is missing). */
+  readIntoSync(name, start, end, target, offset) {
+    const fd = this.fd(name);
+    if (fd == null) return null;
+    const want = Math.max(0, end - start);
+    let filled = 0;
+    while (filled < want) {
+      const n = readSync(fd, target, offset + filled, want - filled, start + filled);
+      if (n === 0) break;
+      filled += n;
     }
     return filled;
   }
 
   async close() {
-    const hs = [...this.handles.values()];
-    this.handles.clear();
-    await Promise.all(hs.map(async (h) => (await h.catch(() => null))?.close()));
+    this.closed = true;
+    if (this.pending > 0) await /** @type {Promise<void>} */ (new Promise((resolve) => { this.drained = () => resolve(); }));
+    const fds = [...this.fds.values()];
+    this.fds.clear();
+    await Promise.all(fds.map((fd) => new Promise((resolve, reject) => close(fd, (e) => (e ? reject(e) : resolve(undefined))))));
   }
 }
