@@ -2,11 +2,14 @@
 // The wasm decode call alone (copy in, zstd decode, copy out), with each zstd decoder the wasm
 // build can carry, side by side in one Node process, beside native Rust on one thread.
 //
-// Variants (each built into target/bench-codec/<name>, plain wasm, release):
-//   ruzstd         the shipped wasm decoder (pure Rust)
-//   ruzstd-simd128 the same with -C target-feature=+simd128
-//   c              C libzstd (feature loaderx-wasm/c-zstd), zstd-sys defaults
-//   c-simd128      C libzstd with CFLAGS -msimd128
+// Variants (each built into target/bench-codec/<name>, plain wasm, release), all C libzstd (the
+// shipped decoder) with zstd-sys's build options varied:
+//   c              zstd-sys defaults (what scripts/build_wasm.sh ships)
+//   c-simd128      CFLAGS -msimd128
+//   c-huf-x1       CFLAGS -DHUF_FORCE_DECOMPRESS_X1 (single-symbol Huffman decoder only)
+// zstd has no switch for 64-bit bit containers on wasm32 (bitstream.h: BitContainerType is
+// size_t). The pure-Rust ruzstd was measured here too (commit c5c1d7e has the variant): 139
+// against libzstd's 377 MiB/s, so the build keeps libzstd.
 // The store: 12 KiB records of mildly compressible bytes, zstd level 3 (bench_store make, as in
 // scripts/bench_js.mjs). Each round decodes the same batches of 256 sorted random indices
 // (planned and read into memory beforehand) with every variant in turn, so the variants share
@@ -32,10 +35,9 @@ const ROUNDS = Number(opt('--rounds', quick ? 5 : 11));
 const work = path.join(repo, 'artifacts/bench-wasm-codec');
 
 const VARIANTS = {
-  ruzstd: { features: [], env: {} },
-  'ruzstd-simd128': { features: [], env: { RUSTFLAGS: '-C target-feature=+simd128' } },
-  c: { features: ['c-zstd'], env: {} },
-  'c-simd128': { features: ['c-zstd'], env: { CFLAGS_wasm32_unknown_unknown: '-msimd128' } },
+  c: { env: {} },
+  'c-simd128': { env: { CFLAGS_wasm32_unknown_unknown: '-msimd128' } },
+  'c-huf-x1': { env: { CFLAGS_wasm32_unknown_unknown: '-DHUF_FORCE_DECOMPRESS_X1' } },
 };
 const only = opt('--only', null)?.split(',') ?? Object.keys(VARIANTS);
 
@@ -49,8 +51,7 @@ for (const name of only) {
   const target = path.join(repo, 'target/bench-codec', name);
   const pkg = path.join(target, 'pkg');
   if (!args.includes('--no-build') || !existsSync(pkg)) {
-    const feat = v.features.length ? ['--features', v.features.map((f) => `loaderx-wasm/${f}`).join(',')] : [];
-    run('cargo', ['build', '-q', '-j1', '--release', '-p', 'loaderx-wasm', '--target', 'wasm32-unknown-unknown', '--target-dir', target, ...feat], v.env);
+    run('cargo', ['build', '-q', '-j1', '--release', '-p', 'loaderx-wasm', '--target', 'wasm32-unknown-unknown', '--target-dir', target], v.env);
     run('wasm-bindgen', ['--target', 'web', '--out-dir', pkg, path.join(target, 'wasm32-unknown-unknown/release/loaderx_wasm.wasm')]);
   }
 }
