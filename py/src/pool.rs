@@ -10,9 +10,10 @@
 //! `loaderx_core::codec::copy_record`).
 //!
 //! Invariants: a buffer is in the pool only while no array refers to it; the pool holds at most
-//! `MAX_BUFFERS` buffers and `MAX_BYTES` bytes. Small buffers are pooled too: a fresh one costs
-//! `calloc`'s zeroing, which showed in the profile of 16-record gathers. The pool is only ever `try_lock`ed, so a lock inherited mid-use across `fork()`
-//! costs a fresh allocation, never a deadlock.
+//! `MAX_BUFFERS` buffers and `MAX_BYTES` bytes, evicting the buffers given back longest ago to
+//! make room for a new one. Small buffers are pooled too: a fresh one costs `calloc`'s zeroing,
+//! which showed in the profile of 16-record gathers. The pool is only ever `try_lock`ed, so a lock
+//! inherited mid-use across `fork()` costs a fresh allocation, never a deadlock.
 #![allow(unsafe_code)]
 
 use std::sync::Mutex;
@@ -56,19 +57,25 @@ static POOL: Mutex<Vec<Buffer>> = Mutex::new(Vec::new());
 /// unspecified.
 pub(crate) fn take(len: usize) -> Buffer {
     if let Ok(mut pool) = POOL.try_lock() {
-        if let Some(i) = pool.iter().position(|b| b.len == len) {
-            return pool.swap_remove(i);
+        if let Some(i) = pool.iter().rposition(|b| b.len == len) {
+            return pool.remove(i);
         }
     }
     Buffer::new(len)
 }
 
 fn give(buffer: Buffer) {
+    if buffer.len > MAX_BYTES {
+        return;
+    }
     if let Ok(mut pool) = POOL.try_lock() {
-        let held: usize = pool.iter().map(|b| b.len).sum();
-        if pool.len() < MAX_BUFFERS && held + buffer.len <= MAX_BYTES {
-            pool.push(buffer);
+        // Oldest first out: the sizes a loop uses now come back soonest. (Without eviction, a
+        // pool full of one run's sizes made every later, larger batch fault in fresh memory.)
+        let mut held: usize = pool.iter().map(|b| b.len).sum();
+        while !pool.is_empty() && (pool.len() >= MAX_BUFFERS || held + buffer.len > MAX_BYTES) {
+            held -= pool.remove(0).len;
         }
+        pool.push(buffer);
     }
 }
 

@@ -302,3 +302,24 @@ def test_invalid_loader_arguments(data):
     with pytest.raises(ValueError):
         DataLoader(streams(data), mode=7)
     assert not worker_threads()
+
+
+def test_a_batch_buffer_is_reused_after_many_other_sizes(tmp_path):
+    """Gathered batches come back to a bounded pool when dropped. After more distinct sizes than
+    the pool holds, a large batch must still get its own buffer back (the oldest sizes are
+    evicted), not fault in fresh memory on every call. The NumPy array allocated in between
+    takes the freed memory if the buffer was not kept, so the address would differ."""
+    rec = (64, 1024)  # 64 KiB records
+    from_numpy(tmp_path / "s", np.zeros((600, *rec), np.uint8), codec="raw", progress=False)
+    ds = DenseDataset(tmp_path / "s")
+    for n in range(1, 12):  # more sizes than the pool keeps
+        ds[np.arange(n, dtype=np.uint64)]
+    big = np.arange(500, dtype=np.uint64)
+    first = ds[big]
+    where = first.ctypes.data
+    nbytes = first.nbytes
+    del first
+    gc.collect()
+    squatter = np.ones(nbytes, np.uint8)  # noqa: F841  (holds whatever memory is free)
+    again = ds[big]
+    assert again.ctypes.data == where
