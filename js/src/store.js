@@ -29,6 +29,9 @@ const SPARE_BYTES = 64 << 20;
 
 const MODES = { SEQUENTIAL: 0, IID: 1, CYCLIC: 2 };
 
+/** `Atomics.waitAsync` where the platform has it (Chromium, Node 16+; not in the ES2023 typings). */
+const waitAsync = /** @type {any} */ (Atomics).waitAsync;
+
 async function mapLimit(items, limit, fn) {
   const out = new Array(items.length);
   let next = 0;
@@ -129,6 +132,10 @@ class RangeCache {
  * @param {((source: any, options: {worker?: unknown, threads?: unknown}) => Promise<any> | null) | null} [elsewhere]
  */
 export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
+  /** Whether decodes run on the thread pool while this thread goes on (the threaded build, where
+   *  `Atomics.waitAsync` can wait for them without blocking). */
+  const POOL_DECODE = wasm.isThreaded() && typeof waitAsync === 'function';
+
   /** Reads a small file whole (schema.msgpack, dict.zr) once its size is known. */
   async function sideFile(source, name, size) {
     if (size == null) return undefined;
@@ -309,7 +316,7 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
           const name = `${chunk}.zr`;
           got[k] = sourceCount(source, name, start, end, source.readIntoSync(name, start, end, data, offset));
         });
-        return this.#reader.decodeInput(plan, got);
+        return this.#decode(plan, got, null);
       }
       const data = this.#staging(at);
       const got = await mapLimit(jobs, source.readConcurrency ?? READ_CONCURRENCY, async ([chunk, start, end, offset]) => {
@@ -326,9 +333,30 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
       });
       this.#check();
       try {
-        return this.#reader.decode(plan, data, Float64Array.from(got));
+        return await this.#decode(plan, Float64Array.from(got), data);
       } finally {
         this.#unstage(data);
+      }
+    }
+
+    /**
+     * Decodes a plan from `data`, or from its input buffer when `data` is null. The threaded
+     * build decodes on its pool and returns to the event loop meanwhile (so a worker takes the
+     * next call's message and reads while the pool decodes), waking on the job's flag.
+     */
+    async #decode(plan, got, data) {
+      const reader = this.#reader;
+      if (!POOL_DECODE) return data ? reader.decode(plan, data, got) : reader.decodeInput(plan, got);
+      if (data) plan.setInput(data);
+      const job = reader.decodeStart(plan, got);
+      try {
+        const address = job.flagAddress();
+        const wait = waitAsync(new Int32Array(wasm.wasmMemory().buffer, address, 1), 0, 0);
+        if (wait.async) await wait.value;
+        this.#check();
+        return reader.decodeFinish(plan, job);
+      } finally {
+        job.free();
       }
     }
 

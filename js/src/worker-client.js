@@ -79,8 +79,8 @@ class Host {
     this.worker.onerror = (ev) => this.fail(ev.message || 'the loaderx worker failed');
   }
 
-  fail(message) {
-    for (const p of this.pending.values()) p.reject(loaderxError('LOADERX_IO', message));
+  fail(message, code = 'LOADERX_IO') {
+    for (const p of this.pending.values()) p.reject(loaderxError(code, message));
     this.pending.clear();
   }
 
@@ -101,7 +101,9 @@ class Host {
     if (--this.stores === 0) {
       if (hosts.get(this.threads) === this) hosts.delete(this.threads);
       this.worker.terminate();
-      this.fail('the worker has ended');
+      // Every store on this worker is closed: calls still in flight (decoding on the pool while
+      // the close went through) were cut by close().
+      this.fail('the store is closed', 'LOADERX_CLOSED');
     }
   }
 }

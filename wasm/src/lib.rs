@@ -12,12 +12,17 @@
 //!
 //! Two builds share this source: the plain one (stable; Node and pages that are not
 //! cross-origin isolated) and the threaded one (nightly with `+atomics`; isolated pages), which
-//! decodes a batch on a wasm-bindgen-rayon pool and exports `initThreadPool`.
+//! decodes a batch on a wasm-bindgen-rayon pool, exports `initThreadPool`, and can decode while
+//! the calling thread returns to its event loop ([`DecodeJob`], `Reader.decodeStart`).
 
 mod error;
+#[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+mod job;
 mod reader;
 mod sampler;
 
+#[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+pub use job::DecodeJob;
 pub use reader::{Plan, Reader, MAX_OUT};
 pub use sampler::Sampler;
 

@@ -12,6 +12,7 @@ use loaderx_core::read::{self, GatherPlan, PlanRules, ReadError, ReadRange, Slot
 use loaderx_core::schema::{Layout, Schema};
 use loaderx_core::stats::Stats;
 use loaderx_core::view::ElementView;
+use std::sync::Arc;
 use wasm_bindgen::prelude::*;
 
 use crate::error::{argument, js, not_an_index, to_js};
@@ -36,7 +37,8 @@ struct Typed {
 pub struct Reader {
     header: Header,
     chunk_lens: Vec<Option<u64>>,
-    dict: Option<Dictionary>,
+    /// Shared with decodes running on the thread pool (threaded build).
+    pub(crate) dict: Option<Arc<Dictionary>>,
     typed: Option<Typed>,
     table: TableCache,
 }
@@ -82,7 +84,7 @@ impl Reader {
     /// Loads the bytes of `dict.zr` (prepared once for every later decode).
     #[wasm_bindgen(js_name = setDict)]
     pub fn set_dict(&mut self, bytes: Vec<u8>) {
-        self.dict = Some(Dictionary::new(bytes));
+        self.dict = Some(Arc::new(Dictionary::new(bytes)));
     }
 
     /// Live records.
@@ -209,33 +211,51 @@ impl Reader {
 
 impl Reader {
     fn decode_from(&self, plan: &mut Plan, data: &[u8], got: &[f64]) -> Result<Vec<u8>, JsValue> {
-        let ranges = &plan.inner.ranges;
-        if got.len() != ranges.len() {
-            return Err(argument("one returned length per planned range is needed"));
-        }
-        let mut pieces = Vec::with_capacity(ranges.len());
-        let mut at = 0usize;
-        for (&n, r) in got.iter().zip(ranges) {
-            let n = size(n, "returned length")?.min(r.end - r.start) as usize;
-            let piece = data.get(at..at + n).ok_or_else(|| argument("returned lengths exceed the data"))?;
-            pieces.push(piece);
-            at += (r.end - r.start) as usize;
-        }
-        let total: u64 = plan.inner.slots.iter().map(|s| s.out).sum();
-        let mut out = vec![0u8; total as usize];
+        let bounds = piece_bounds(&plan.inner.ranges, data.len(), got)?;
+        let pieces: Vec<&[u8]> = bounds.iter().map(|&(at, n)| &data[at..at + n]).collect();
+        let mut out = vec![0u8; out_len(&plan.inner.slots)];
         let results = {
             let outs = read::split_outputs(&plan.inner.slots, &mut out);
-            decode_all(&plan.inner.slots, ranges, &pieces, self.dict.as_ref(), plan.view.as_ref(), outs)
+            decode_all(
+                &plan.inner.slots,
+                &plan.inner.ranges,
+                &pieces,
+                self.dict.as_deref(),
+                plan.view.as_ref(),
+                outs,
+            )
         };
-        for (slot, result) in plan.inner.slots.iter().zip(results) {
-            match result {
-                Ok(()) => {}
-                Err(e) if plan.lenient => plan.inner.bad.push((slot.index, e)),
-                Err(e) => return Err(to_js(&e)),
-            }
-        }
+        plan.settle(results)?;
         Ok(out)
     }
+}
+
+/// Where each range's returned bytes sit in a buffer of `data_len` bytes: `(offset, count)`,
+/// range `k` at the planned sizes of ranges `0..k`, `got[k]` bytes of it (at most planned).
+pub(crate) fn piece_bounds(
+    ranges: &[ReadRange],
+    data_len: usize,
+    got: &[f64],
+) -> Result<Vec<(usize, usize)>, JsValue> {
+    if got.len() != ranges.len() {
+        return Err(argument("one returned length per planned range is needed"));
+    }
+    let mut bounds = Vec::with_capacity(ranges.len());
+    let mut at = 0usize;
+    for (&n, r) in got.iter().zip(ranges) {
+        let n = size(n, "returned length")?.min(r.end - r.start) as usize;
+        if at.checked_add(n).is_none_or(|end| end > data_len) {
+            return Err(argument("returned lengths exceed the data"));
+        }
+        bounds.push((at, n));
+        at += (r.end - r.start) as usize;
+    }
+    Ok(bounds)
+}
+
+/// Output bytes of a plan's records.
+pub(crate) fn out_len(slots: &[Slot]) -> usize {
+    slots.iter().map(|s| s.out).sum::<u64>() as usize
 }
 
 #[wasm_bindgen]
@@ -329,11 +349,27 @@ fn parse_schema(bytes: &[u8]) -> Result<Typed, loaderx_core::schema::SchemaError
 #[wasm_bindgen]
 #[derive(Debug)]
 pub struct Plan {
-    inner: GatherPlan,
-    view: Option<ElementView>,
+    pub(crate) inner: GatherPlan,
+    pub(crate) view: Option<ElementView>,
     lenient: bool,
-    /// The bytes read for the ranges, when JavaScript reads them straight into wasm memory.
-    input: Vec<u8>,
+    /// The bytes read for the ranges, when JavaScript reads them straight into wasm memory or
+    /// hands them over for a decode on the thread pool.
+    pub(crate) input: Vec<u8>,
+}
+
+impl Plan {
+    /// Records each slot's decode result: a failure is the call's error, or (lenient plans) sets
+    /// the record aside.
+    pub(crate) fn settle(&mut self, results: Vec<Result<(), ReadError>>) -> Result<(), JsValue> {
+        for (slot, result) in self.inner.slots.iter().zip(results) {
+            match result {
+                Ok(()) => {}
+                Err(e) if self.lenient => self.inner.bad.push((slot.index, e)),
+                Err(e) => return Err(to_js(&e)),
+            }
+        }
+        Ok(())
+    }
 }
 
 #[wasm_bindgen]
@@ -360,6 +396,13 @@ impl Plan {
         self.input.as_mut_ptr() as usize
     }
 
+    /// Takes the bytes read for the ranges (laid out as for `Reader.decode`) as the plan's input
+    /// buffer, for `Reader.decodeStart`.
+    #[wasm_bindgen(js_name = setInput)]
+    pub fn set_input(&mut self, data: Vec<u8>) {
+        self.input = data;
+    }
+
     /// Store indices of the planned records, in request order.
     pub fn indices(&self) -> Vec<f64> {
         self.inner.slots.iter().map(|s| s.index as f64).collect()
@@ -379,7 +422,7 @@ impl Plan {
 
 /// Decodes every slot into its output slice: on the wasm-bindgen-rayon pool in the threaded
 /// build, one after another otherwise.
-fn decode_all(
+pub(crate) fn decode_all(
     slots: &[Slot],
     ranges: &[ReadRange],
     pieces: &[&[u8]],

@@ -141,3 +141,28 @@ export async function noRange({ url, opts }) {
   await load();
   return codeOf(() => api.Store.open(url, opts));
 }
+
+/** sha256 hex of bytes (crypto.subtle; Node's side uses node:crypto). */
+async function hex(bytes) {
+  return [...new Uint8Array(await crypto.subtle.digest('SHA-256', bytes))].map((b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/**
+ * Every batch gathered with all calls in flight at once on one store (as `batches()` keeps
+ * them, and as a worker decodes on its pool while it takes the next call): each batch's records
+ * as sha256 hex, or the call's error code. Then the same calls again, closed while in flight:
+ * how each settled ('resolved' or an error code).
+ * @param {{url: string, opts: import('../../src/browser.js').OpenOptions, batches: number[][]}} o
+ */
+export async function inFlight({ url, opts, batches }) {
+  await load();
+  const store = await api.Store.open(url, opts);
+  const threaded = Boolean(store.threaded);
+  const settled = await Promise.allSettled(batches.map((b) => store.gatherBytes(b)));
+  const out = [];
+  for (const s of settled) out.push(s.status === 'fulfilled' ? await Promise.all(s.value.map(hex)) : s.reason?.code ?? String(s.reason));
+  const pending = Promise.allSettled(batches.map((b) => store.gatherBytes(b)));
+  await store.close();
+  const late = (await pending).map((s) => (s.status === 'fulfilled' ? 'resolved' : s.reason?.code ?? String(s.reason)));
+  return { out, late, threaded };
+}

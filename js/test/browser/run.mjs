@@ -177,6 +177,39 @@ function judgeErrors(label, e) {
 // Node on the truncated store, for the number of bad records verify must list.
 const nodeTrunc = await describeStore(() => Store.open(join(badDir, 'trunc')), { hashes: nodeHashes });
 
+// Calls in flight together: batches that jump around the good store, and on the truncated one
+// batches with and without its bad records, so failing calls sit between good ones.
+// (Even batches stay in the first 80 records, which the truncated chunk still holds.)
+const IN_FLIGHT = Array.from({ length: 9 }, (_, b) => Array.from({ length: 23 }, (_, k) => (b % 2 ? b * 53 + k * 17 : b * 7 + k * 3) % (b % 2 ? 200 : 80)));
+/** Node's answer for each batch, one call at a time: sha256 hex per record, or the error code. */
+async function nodeBatches(dir) {
+  const store = await Store.open(dir);
+  try {
+    const out = [];
+    for (const b of IN_FLIGHT) out.push(await store.gatherBytes(b).then(nodeHashes, (e) => e.code));
+    return out;
+  } finally {
+    await store.close();
+  }
+}
+const nodeInFlight = { good: await nodeBatches(goodDir), trunc: await nodeBatches(join(badDir, 'trunc')) };
+if (!nodeInFlight.trunc.some((r) => typeof r === 'string') || !nodeInFlight.trunc.some((r) => typeof r !== 'string')) {
+  fail('the in-flight batches on the truncated store should mix failing and good calls');
+}
+
+function judgeInFlight(label, got, threaded) {
+  const before = failures.length;
+  for (const which of ['good', 'trunc']) {
+    const g = got[which];
+    if (g.threaded !== threaded) fail(`${label} ${which}: threaded is ${g.threaded}, expected ${threaded}`);
+    const d = firstDifference(g.out, nodeInFlight[which]);
+    if (d) fail(`${label} ${which}: ${d}`);
+    const bad = g.late.filter((x) => x !== 'resolved' && x !== 'LOADERX_CLOSED' && !nodeInFlight[which].includes(x));
+    if (bad.length) fail(`${label} ${which}: calls in flight at close settled as ${stable(bad)}`);
+  }
+  summary.push(`${failures.length === before ? 'ok  ' : 'FAIL'} ${label.padEnd(34)} ${IN_FLIGHT.length} calls at once on a good and a truncated store, as one at a time in Node`);
+}
+
 let env = {};
 try {
   const { plain, plain2, isolated, noRange } = servers;
@@ -208,6 +241,10 @@ try {
       dirThreaded: await inPage(isolated, 'describeAll', { stores: forPage(isolated, fixtures), sources: ['dir'], opts: threadedOpts, threaded: true }),
       noRangeMain: await inPage(noRange, 'noRange', { url: `${noRange.url}fixtures/${GOOD}/store/`, opts: { threads: false } }),
       noRangeThreaded: await inPage(noRange, 'noRange', { url: `${noRange.url}fixtures/${GOOD}/store/`, opts: threadedOpts }),
+      inFlight: await Promise.all([{ worker: true, threads: false }, threadedOpts].map(async (opts) => ({
+        good: await inPage(isolated, 'inFlight', { url: `${isolated.url}fixtures/${GOOD}/store/`, opts, batches: IN_FLIGHT }),
+        trunc: await inPage(isolated, 'inFlight', { url: `${isolated.url}bad/trunc/`, opts, batches: IN_FLIGHT }),
+      }))),
     }))(),
   ]);
   await nodeDone;
@@ -221,6 +258,8 @@ try {
   judge('plain build, isolated page (fixt.)', pExtra.main, ['http'], fixtures);
   judge('directory handle, plain (fixt.)', pExtra.dirMain, ['dir'], fixtures);
   judge('directory handle, threaded (fixt.)', pExtra.dirThreaded, ['dir'], fixtures);
+  judgeInFlight('calls in flight, plain worker', pExtra.inFlight[0], false);
+  judgeInFlight('calls in flight, threaded worker', pExtra.inFlight[1], true);
   judgeErrors('errors, plain build', pPlain.errors);
   judgeErrors('errors, threaded build', pThreaded.errors);
   for (const [label, got] of [['no Range, plain build', pExtra.noRangeMain], ['no Range, threaded build', pExtra.noRangeThreaded]]) {
