@@ -296,7 +296,7 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
      * thread decodes another call's batch: sources with `readInto` read straight into a staging
      * buffer, others (HTTP, with its range cache) return a piece that is copied in.
      */
-    async #run(plan) {
+    async #run(plan, into) {
       const r = plan.ranges();
       const jobs = [];
       let at = 0;
@@ -316,7 +316,7 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
           const name = `${chunk}.zr`;
           got[k] = sourceCount(source, name, start, end, source.readIntoSync(name, start, end, data, offset));
         });
-        return this.#decode(plan, got, null);
+        return this.#decode(plan, got, null, into);
       }
       const data = this.#staging(at);
       const got = await mapLimit(jobs, source.readConcurrency ?? READ_CONCURRENCY, async ([chunk, start, end, offset]) => {
@@ -333,28 +333,46 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
       });
       this.#check();
       try {
-        return await this.#decode(plan, Float64Array.from(got), data);
+        return await this.#decode(plan, Float64Array.from(got), data, into);
       } finally {
         this.#unstage(data);
       }
     }
 
     /**
-     * Decodes a plan from `data`, or from its input buffer when `data` is null. The threaded
-     * build decodes on its pool and returns to the event loop meanwhile (so a worker takes the
-     * next call's message and reads while the pool decodes), waking on the job's flag.
+     * Decodes a plan from `data`, or from its input buffer when `data` is null, into `into` when
+     * it is exactly the output's size (a buffer allocated ahead, see worker-client.js), else into
+     * a new buffer. The threaded build decodes on its pool and returns to the event loop
+     * meanwhile (so a worker takes the next call's message and reads while the pool decodes),
+     * waking on the job's flag.
      */
-    async #decode(plan, got, data) {
+    async #decode(plan, got, data, into) {
       const reader = this.#reader;
-      if (!POOL_DECODE) return data ? reader.decode(plan, data, got) : reader.decodeInput(plan, got);
+      let n = 0;
+      for (const len of plan.outLengths()) n += len;
+      const fits = into != null && into.byteOffset === 0 && into.buffer.byteLength === n;
+      if (!POOL_DECODE) {
+        if (!fits) return data ? reader.decode(plan, data, got) : reader.decodeInput(plan, got);
+        if (data) plan.setInput(data);
+        reader.decodeInputKept(plan, got);
+        const address = plan.outputAddress();
+        into.set(new Uint8Array(wasm.wasmMemory().buffer, address, plan.outputLength));
+        return into;
+      }
       if (data) plan.setInput(data);
       const job = reader.decodeStart(plan, got);
       try {
-        const address = job.flagAddress();
-        const wait = waitAsync(new Int32Array(wasm.wasmMemory().buffer, address, 1), 0, 0);
+        // Without a buffer allocated ahead, one is allocated, and its pages touched, while the
+        // pool decodes: fresh memory costs page faults (about 1 ms per MiB in Chromium).
+        const out = fits ? into : freshBytes(n);
+        const flag = job.flagAddress();
+        const wait = waitAsync(new Int32Array(wasm.wasmMemory().buffer, flag, 1), 0, 0);
         if (wait.async) await wait.value;
         this.#check();
-        return reader.decodeFinish(plan, job);
+        reader.decodeFinish(plan, job);
+        const address = job.outputAddress();
+        out.set(new Uint8Array(wasm.wasmMemory().buffer, address, job.outputLength));
+        return out;
       } finally {
         job.free();
       }
@@ -374,13 +392,13 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
       if (whole.byteLength <= SPARE_BYTES && this.#spare.length < SPARE_BUFFERS) this.#spare.push(whole);
     }
 
-    async #gather(indices, typed) {
+    async #gather(indices, typed, into) {
       const idx = toIndexArray(indices);
       this.#active++;
       try {
         const plan = await this.#withEntries(idx, () => this.#reader.plan(idx, (this.#source.maxGap ?? 0), false, typed));
         try {
-          const out = await this.#run(plan);
+          const out = await this.#run(plan, into);
           return { out, lens: plan.outLengths() };
         } finally {
           plan.free();
@@ -403,8 +421,22 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
      * ragged stores (and stores without a schema) give an array of typed arrays, each with `shape`.
      */
     async gather(indices) {
+      return this[GATHER_INTO]('gather', indices, undefined);
+    }
+
+    /**
+     * `gather` or `gatherBytes` (by `method`), decoding into `into` when it is a Uint8Array of
+     * exactly the output's size (the worker host hands in buffers allocated ahead); else as they do.
+     */
+    async [GATHER_INTO](method, indices, into) {
+      if (method === 'gatherBytes') {
+        return this.#guard('gather', async () => {
+          const { out, lens } = await this.#gather(indices, false, into);
+          return split(out, lens, Uint8Array, (n) => [n]);
+        });
+      }
       return this.#guard('gather', async () => {
-        const { out, lens } = await this.#gather(indices, true);
+        const { out, lens } = await this.#gather(indices, true, into);
         const s = this.#info.schema;
         if (!s) return split(out, lens, Uint8Array, (n) => [n]);
         const C = globalThis[s.arrayType];
@@ -429,10 +461,7 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
 
     /** Records as their decoded bytes (Uint8Array each), before any dtype conversion. */
     async gatherBytes(indices) {
-      return this.#guard('gather', async () => {
-        const { out, lens } = await this.#gather(indices, false);
-        return split(out, lens, Uint8Array, (n) => [n]);
-      });
+      return this[GATHER_INTO]('gatherBytes', indices, undefined);
     }
 
     /** Gathered batches in order, for `for await` (see batches.js). */
@@ -591,6 +620,16 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
 
 /** Only `Store.open` constructs stores. */
 const KEY = Symbol('loaderx store');
+
+/** The Store method the worker calls to gather into a buffer allocated ahead. */
+export const GATHER_INTO = Symbol('loaderx gather into');
+
+/** A new buffer of `n` bytes with its pages touched (so later writes take no page faults). */
+export function freshBytes(n) {
+  const out = new Uint8Array(n);
+  for (let at = 0; at < n; at += 4096) out[at] = 0;
+  return out;
+}
 
 function split(out, lens, C, shapeOf) {
   const res = new Array(lens.length);

@@ -1,6 +1,6 @@
 // The worker behind WorkerStore: loads the threaded wasm build (cross-origin isolated pages) or
 // the plain one once, then opens stores from source descriptors and answers calls on them.
-import { makeApi } from './store.js';
+import { makeApi, GATHER_INTO } from './store.js';
 import { loaderxError, ioError } from './errors.js';
 import { fromDescriptor } from './sources/index.js';
 
@@ -53,15 +53,16 @@ const ops = {
     stores.set(id, s);
     return [{ id, length: s.length, schema: s.schema, header: s.header, hasDict: s.hasDict, threaded }, []];
   },
-  async gather([id, indices]) {
-    const r = await store(id).gather(indices);
+  // `spare`: a buffer the page allocated ahead for the output (used when the size is exact).
+  async gather([id, indices, spare]) {
+    const r = await store(id)[GATHER_INTO]('gather', indices, spare);
     return Array.isArray(r) ? pack(r, false) : pack(r, true);
   },
   async get([id, i]) {
     return pack(await store(id).get(i), true);
   },
-  async gatherBytes([id, indices]) {
-    return pack(await store(id).gatherBytes(indices), false);
+  async gatherBytes([id, indices, spare]) {
+    return pack(await store(id)[GATHER_INTO]('gatherBytes', indices, spare), false);
   },
   async lengths([id, indices]) {
     const r = await store(id).lengths(indices);

@@ -185,7 +185,7 @@ impl Reader {
             max_out: MAX_OUT,
         };
         let inner = read::plan_gather(&entries, &rules, lenient).map_err(js)?;
-        Ok(Plan { inner, view, lenient, input: Vec::new() })
+        Ok(Plan { inner, view, lenient, input: Vec::new(), output: Vec::new() })
     }
 
     /// Decodes a plan from the bytes read for its ranges. `data` holds the ranges at their planned
@@ -206,6 +206,15 @@ impl Reader {
             return Err(argument("the plan's input buffer was not allocated (call inputAddress first)"));
         }
         self.decode_from(plan, &input, got)
+    }
+
+    /// [`decodeInput`](Self::decode_input) that keeps the output in the plan instead of
+    /// returning it, for JavaScript to copy from [`Plan::output_address`] into a buffer of its
+    /// own (one it allocated ahead of time).
+    #[wasm_bindgen(js_name = decodeInputKept)]
+    pub fn decode_input_kept(&self, plan: &mut Plan, got: &[f64]) -> Result<(), JsValue> {
+        plan.output = self.decode_input(plan, got)?;
+        Ok(())
     }
 }
 
@@ -355,6 +364,8 @@ pub struct Plan {
     /// The bytes read for the ranges, when JavaScript reads them straight into wasm memory or
     /// hands them over for a decode on the thread pool.
     pub(crate) input: Vec<u8>,
+    /// The output `decodeInputKept` left here.
+    output: Vec<u8>,
 }
 
 impl Plan {
@@ -401,6 +412,19 @@ impl Plan {
     #[wasm_bindgen(js_name = setInput)]
     pub fn set_input(&mut self, data: Vec<u8>) {
         self.input = data;
+    }
+
+    /// Address in wasm memory of the output `Reader.decodeInputKept` left in the plan; valid
+    /// until the next call into this module that allocates.
+    #[wasm_bindgen(js_name = outputAddress)]
+    pub fn output_address(&self) -> usize {
+        self.output.as_ptr() as usize
+    }
+
+    /// Bytes of that output.
+    #[wasm_bindgen(getter, js_name = outputLength)]
+    pub fn output_length(&self) -> usize {
+        self.output.len()
     }
 
     /// Store indices of the planned records, in request order.
