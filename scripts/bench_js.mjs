@@ -10,18 +10,16 @@
 // targets are stated in.
 //
 //   node scripts/bench_js.mjs [--quick] [--workdir artifacts/bench-js]
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, existsSync, writeFileSync, readFileSync, openSync, readSync, closeSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+import { benchStore, repo, setup, trimmed } from './bench_store_js.mjs';
+
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const work = path.resolve(args.includes('--workdir') ? args[args.indexOf('--workdir') + 1] : path.join(repo, 'artifacts/bench-js'));
 const N = quick ? 2000 : 4000;
-const REC = 12 * 1024;
 const BATCH = 256;
 const NBATCHES = quick ? 8 : 20;
 const ROUNDS = quick ? 3 : 7;
@@ -33,41 +31,8 @@ const summary = (xs) => {
 };
 const mib = (bytes, s) => bytes / s / (1 << 20);
 
-mkdirSync(work, { recursive: true });
-const store = path.join(work, `zstd_${N}x12k`);
-const exe = (name) => execFileSync('cargo', ['run', '-q', '--release', '-j2', '-p', 'loaderx-native', '--example', 'bench_store', '--', ...name], { cwd: repo, encoding: 'utf8' });
-if (!existsSync(path.join(store, 'meta.zr'))) exe(['make', store, String(N), String(REC)]);
-
-// Seeded batches (xorshift), the same for every contender.
-let s = 0x2545f4914f6cdd1dn;
-const rand = () => { s ^= (s << 13n) & 0xffffffffffffffffn; s ^= s >> 7n; s ^= (s << 17n) & 0xffffffffffffffffn; return Number(s % BigInt(N)); };
-const batches = Array.from({ length: NBATCHES }, () => {
-  const set = new Set();
-  while (set.size < BATCH) set.add(rand());
-  return [...set].sort((a, b) => a - b);
-});
-const batchFile = path.join(work, 'batches.json');
-writeFileSync(batchFile, JSON.stringify(batches));
-const bytesPerRound = NBATCHES * BATCH * REC;
-
-// Trimmed copies of the files (meta.zr and 0.zr are sparse at full size) for in-memory sources.
-function trimmed() {
-  const head = Buffer.alloc(16);
-  const fd = openSync(path.join(store, 'meta.zr'), 'r');
-  readSync(fd, head, 0, 16, 0);
-  closeSync(fd);
-  const length = head.readUInt32LE(12), tail = head.readUInt32LE(8);
-  const part = (name, n) => {
-    const buf = Buffer.alloc(n);
-    const f = openSync(path.join(store, name), 'r');
-    readSync(f, buf, 0, n, 0);
-    closeSync(f);
-    return new Uint8Array(buf.buffer, buf.byteOffset, n);
-  };
-  const files = { 'meta.zr': part('meta.zr', 16 + 16 * length), '0.zr': part('0.zr', tail) };
-  if (existsSync(path.join(store, 'schema.msgpack'))) files['schema.msgpack'] = new Uint8Array(readFileSync(path.join(store, 'schema.msgpack')));
-  return files;
-}
+const { store, batches, batchFile, bytesPerRound } = setup(work, { n: N, count: NBATCHES, batch: BATCH, jobs: 2 });
+const exe = (argv) => benchStore(argv);
 
 /** MiB/s of gathering every batch, `depth` batches in flight (1: one call after another). */
 async function timeStore(st, depth = 1) {
@@ -97,7 +62,7 @@ console.log(`machine: ${os.cpus().length} x ${os.cpus()[0].model}, node ${proces
 }
 
 const { Store, MemorySource } = await import('../js/src/node.js');
-const files = trimmed();
+const files = trimmed(store);
 const trimDir = path.join(work, 'trimmed');
 mkdirSync(trimDir, { recursive: true });
 for (const [name, bytes] of Object.entries(files)) writeFileSync(path.join(trimDir, name), bytes);

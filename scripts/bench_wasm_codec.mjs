@@ -18,17 +18,16 @@
 //
 //   node scripts/bench_wasm_codec.mjs [--quick] [--rounds N] [--no-build] [--only a,b]
 import { execFileSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+import { benchStore, repo, setup, trimmed } from './bench_store_js.mjs';
+
 const args = process.argv.slice(2);
 const opt = (name, dflt) => (args.includes(name) ? args[args.indexOf(name) + 1] : dflt);
 const quick = args.includes('--quick');
 const N = quick ? 2000 : 4000;
-const REC = 12 * 1024;
 const BATCH = 256;
 const NBATCHES = quick ? 8 : 20;
 const ROUNDS = Number(opt('--rounds', quick ? 5 : 11));
@@ -57,34 +56,10 @@ for (const name of only) {
 }
 
 // The store and the batches (the same xorshift batches as bench_js.mjs).
-mkdirSync(work, { recursive: true });
-const store = path.join(work, `zstd_${N}x12k`);
-const example = (argv) => run('cargo', ['run', '-q', '--release', '-j1', '-p', 'loaderx-native', '--example', 'bench_store', '--', ...argv]);
-if (!existsSync(path.join(store, 'meta.zr'))) example(['make', store, String(N), String(REC)]);
-let s = 0x2545f4914f6cdd1dn;
-const rand = () => { s ^= (s << 13n) & 0xffffffffffffffffn; s ^= s >> 7n; s ^= (s << 17n) & 0xffffffffffffffffn; return Number(s % BigInt(N)); };
-const batches = Array.from({ length: NBATCHES }, () => {
-  const set = new Set();
-  while (set.size < BATCH) set.add(rand());
-  return [...set].sort((a, b) => a - b);
-});
-const batchFile = path.join(work, 'batches.json');
-writeFileSync(batchFile, JSON.stringify(batches));
-const bytesPerRound = NBATCHES * BATCH * REC;
-
-// meta.zr and 0.zr are sparse at full size: keep the used parts, as an in-memory source does.
-const head = (name, n) => {
-  const buf = Buffer.alloc(n);
-  const fd = openSync(path.join(store, name), 'r');
-  readSync(fd, buf, 0, n, 0);
-  closeSync(fd);
-  return new Uint8Array(buf.buffer, buf.byteOffset, n);
-};
-const header = Buffer.from(head('meta.zr', 16));
-const length = header.readUInt32LE(12);
-const meta = head('meta.zr', 16 + 16 * length);
-const chunk = head('0.zr', header.readUInt32LE(8));
-const schema = existsSync(path.join(store, 'schema.msgpack')) ? new Uint8Array(readFileSync(path.join(store, 'schema.msgpack'))) : null;
+const { store, batches, batchFile, bytesPerRound } = setup(work, { n: N, count: NBATCHES, batch: BATCH, jobs: 1, nice: true });
+const example = (argv) => benchStore(argv, { jobs: 1, nice: true });
+const { 'meta.zr': meta, '0.zr': chunk, 'schema.msgpack': schema = null } = trimmed(store);
+const length = (meta.byteLength - 16) / 16;
 
 /** A variant's reader with every batch planned and its bytes read; `decodeAll()` decodes them. */
 async function prepare(name) {
