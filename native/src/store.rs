@@ -485,8 +485,8 @@ pub(crate) fn decode_planned(mut plans: Vec<Planned<'_, '_>>) -> Result<()> {
     };
     // Gathers already running on other threads (a loader's workers) keep the cores busy: then
     // splitting this one only adds switches between threads, so it runs where it was called.
-    let _active = Active::enter();
-    if total < PARALLEL_MIN_BYTES || threads < 2 || records < 2 || _active.others >= threads - 1 {
+    let active = Active::enter();
+    if total < PARALLEL_MIN_BYTES || threads < 2 || records < 2 || active.others >= threads - 1 {
         return plans.iter_mut().try_for_each(|p| run((&p.source, &mut p.jobs)));
     }
     // Many small blocks per thread, so the threads finish together: the last block is all

@@ -12,11 +12,11 @@
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use loaderx_core::read::{self, ReadError};
+use loaderx_core::read::ReadError;
 use wasm_bindgen::prelude::*;
 
 use crate::error::argument;
-use crate::reader::{decode_all, out_len, piece_bounds, Plan, Reader};
+use crate::reader::{decode_pieces, piece_bounds, Plan, Reader};
 
 #[wasm_bindgen(
     inline_js = "export function wake(memory, address) { Atomics.notify(new Int32Array(memory.buffer), address >>> 2); }"
@@ -86,14 +86,9 @@ impl Reader {
         let state = Arc::new(JobState::default());
         let job = DecodeJob { state: Arc::clone(&state), output: Vec::new() };
         rayon::spawn(move || {
-            let pieces: Vec<&[u8]> = bounds.iter().map(|&(at, n)| &input[at..at + n]).collect();
-            let mut out = vec![0u8; out_len(&slots)];
-            let results = {
-                let outs = read::split_outputs(&slots, &mut out);
-                decode_all(&slots, &ranges, &pieces, dict.as_deref(), view.as_ref(), outs)
-            };
+            let outcome = decode_pieces(&slots, &ranges, &input, &bounds, dict.as_deref(), view.as_ref());
             if let Ok(mut slot) = state.outcome.lock() {
-                *slot = Some((out, results));
+                *slot = Some(outcome);
             }
             state.done.store(1, Ordering::Release);
             wake(wasm_bindgen::memory(), state.done.as_ptr() as usize);

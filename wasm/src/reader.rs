@@ -202,7 +202,7 @@ impl Reader {
     #[wasm_bindgen(js_name = decodeInput)]
     pub fn decode_input(&self, plan: &mut Plan, got: &[f64]) -> Result<Vec<u8>, JsValue> {
         let input = std::mem::take(&mut plan.input);
-        if input.len() as f64 != plan.data_len() {
+        if input.len() != plan.input_len() {
             return Err(argument("the plan's input buffer was not allocated (call inputAddress first)"));
         }
         self.decode_from(plan, &input, got)
@@ -221,22 +221,33 @@ impl Reader {
 impl Reader {
     fn decode_from(&self, plan: &mut Plan, data: &[u8], got: &[f64]) -> Result<Vec<u8>, JsValue> {
         let bounds = piece_bounds(&plan.inner.ranges, data.len(), got)?;
-        let pieces: Vec<&[u8]> = bounds.iter().map(|&(at, n)| &data[at..at + n]).collect();
-        let mut out = vec![0u8; out_len(&plan.inner.slots)];
-        let results = {
-            let outs = read::split_outputs(&plan.inner.slots, &mut out);
-            decode_all(
-                &plan.inner.slots,
-                &plan.inner.ranges,
-                &pieces,
-                self.dict.as_deref(),
-                plan.view.as_ref(),
-                outs,
-            )
-        };
+        let (out, results) = decode_pieces(
+            &plan.inner.slots,
+            &plan.inner.ranges,
+            data,
+            &bounds,
+            self.dict.as_deref(),
+            plan.view.as_ref(),
+        );
         plan.settle(results)?;
         Ok(out)
     }
+}
+
+/// Decodes every slot from `data`, whose ranges sit at `bounds` (from [`piece_bounds`]), into a
+/// new output buffer; returns it with each slot's result (for [`Plan::settle`]).
+pub(crate) fn decode_pieces(
+    slots: &[Slot],
+    ranges: &[ReadRange],
+    data: &[u8],
+    bounds: &[(usize, usize)],
+    dict: Option<&Dictionary>,
+    view: Option<&ElementView>,
+) -> (Vec<u8>, Vec<Result<(), ReadError>>) {
+    let pieces: Vec<&[u8]> = bounds.iter().map(|&(at, n)| &data[at..at + n]).collect();
+    let mut out = vec![0u8; out_len(slots)];
+    let results = decode_all(slots, ranges, &pieces, dict, view, read::split_outputs(slots, &mut out));
+    (out, results)
 }
 
 /// Where each range's returned bytes sit in a buffer of `data_len` bytes: `(offset, count)`,
@@ -263,7 +274,7 @@ pub(crate) fn piece_bounds(
 }
 
 /// Output bytes of a plan's records.
-pub(crate) fn out_len(slots: &[Slot]) -> usize {
+fn out_len(slots: &[Slot]) -> usize {
     slots.iter().map(|s| s.out).sum::<u64>() as usize
 }
 
@@ -369,6 +380,11 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Bytes of the planned ranges, back to back.
+    fn input_len(&self) -> usize {
+        self.inner.ranges.iter().map(|r| (r.end - r.start) as usize).sum()
+    }
+
     /// Records each slot's decode result: a failure is the call's error, or (lenient plans) sets
     /// the record aside.
     pub(crate) fn settle(&mut self, results: Vec<Result<(), ReadError>>) -> Result<(), JsValue> {
@@ -393,7 +409,7 @@ impl Plan {
     /// Bytes of the buffer the planned ranges are read into: their sizes, back to back.
     #[wasm_bindgen(js_name = dataLen)]
     pub fn data_len(&self) -> f64 {
-        self.inner.ranges.iter().map(|r| (r.end - r.start) as f64).sum()
+        self.input_len() as f64
     }
 
     /// Allocates the plan's input buffer ([`dataLen`](Self::data_len) bytes, zeroed) and returns
@@ -402,8 +418,7 @@ impl Plan {
     /// call into this module that allocates (memory may grow), so it is filled synchronously.
     #[wasm_bindgen(js_name = inputAddress)]
     pub fn input_address(&mut self) -> usize {
-        let len = self.inner.ranges.iter().map(|r| (r.end - r.start) as usize).sum();
-        self.input = vec![0; len];
+        self.input = vec![0; self.input_len()];
         self.input.as_mut_ptr() as usize
     }
 
@@ -446,7 +461,7 @@ impl Plan {
 
 /// Decodes every slot into its output slice: on the wasm-bindgen-rayon pool in the threaded
 /// build, one after another otherwise.
-pub(crate) fn decode_all(
+fn decode_all(
     slots: &[Slot],
     ranges: &[ReadRange],
     pieces: &[&[u8]],
