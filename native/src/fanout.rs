@@ -9,6 +9,14 @@
 //! never waits for a thread to wake up: an idle pool costs nothing but the parallel speed-up,
 //! and a small batch costs what one thread costs.
 //!
+//! A helper that finished does not go back to sleep at once: it *lingers*, spinning for a short
+//! while ([`linger`], `LOADERX_LINGER_US`, 100 µs by default) on a one-slot offer. A caller that
+//! sees a lingering helper offers its gate there instead of spawning a pool job, so back-to-back
+//! batches (a training loop's gathers) are split from their first block. On a VM a pool thread
+//! idle for 0.1 ms takes about 0.1 ms to wake (`native/examples/wake_probe.rs`), as long as a
+//! 2 MiB gather, so without lingering such a batch runs on one thread. The cost is at most one
+//! linger of spinning per helper after the last batch of a burst.
+//!
 //! Invariants: every block runs at most once, and exactly once unless a block failed; after the
 //! first error no new block starts, and that error is returned; `for_each_block` does not return
 //! (nor unwind) while a helper can still reach the blocks or `f`.
@@ -16,9 +24,10 @@
 
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::Condvar;
+use std::sync::{Condvar, OnceLock};
+use std::time::{Duration, Instant};
 
-use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{self, Arc, Mutex};
 
 /// Set in [`Gate::state`] once the caller has finished; no helper enters after that.
@@ -133,27 +142,154 @@ where
         work,
         panic: Mutex::new(None),
     });
-    for _ in 0..helpers {
+    let offered = offer(&gate);
+    for _ in usize::from(offered.is_some())..helpers {
         let gate = Arc::clone(&gate);
         rayon::spawn(move || {
-            if gate.enter() {
-                // SAFETY: entered, so the caller is still inside `for_each_block` (see `work`).
-                let run = panic::catch_unwind(AssertUnwindSafe(|| unsafe { (*gate.work)() }));
-                if let Err(payload) = run {
-                    sync::lock(&gate.panic).get_or_insert(payload);
-                }
-                gate.leave();
-            }
+            help(&gate);
+            drop(gate);
+            linger();
         });
     }
     {
         let _close = CloseOnDrop(&gate);
         drain();
     }
+    if let Some(raw) = offered {
+        withdraw(raw);
+    }
     if let Some(payload) = sync::lock(&gate.panic).take() {
         panic::resume_unwind(payload);
     }
     sync::into_inner(error).map_or(Ok(()), Err)
+}
+
+/// Runs the caller's blocks from a pool thread, if the caller has not finished.
+fn help(gate: &Gate) {
+    if gate.enter() {
+        // SAFETY: entered, so the caller is still inside `for_each_block` (see `work`).
+        let run = panic::catch_unwind(AssertUnwindSafe(|| unsafe { (*gate.work)() }));
+        if let Err(payload) = run {
+            sync::lock(&gate.panic).get_or_insert(payload);
+        }
+        gate.leave();
+    }
+}
+
+/// The gate offered to a lingering helper: null, or one strong count of an `Arc<Gate>` (from
+/// `Arc::into_raw`), owned by whoever swaps it out. One slot: a caller whose offer finds the slot
+/// taken spawns pool jobs as usual.
+static OFFER: AtomicPtr<Gate> = AtomicPtr::new(std::ptr::null_mut());
+/// Helpers spinning in [`linger`] right now.
+static LINGERING: AtomicUsize = AtomicUsize::new(0);
+/// Offers taken by a lingering helper (for tests and probes).
+static TAKEN: AtomicUsize = AtomicUsize::new(0);
+
+/// How long a helper spins for the next batch, from `LOADERX_LINGER_US` (0 turns lingering off).
+fn linger_for() -> Duration {
+    static LINGER: OnceLock<Duration> = OnceLock::new();
+    *LINGER.get_or_init(|| {
+        let micros = std::env::var("LOADERX_LINGER_US").ok().and_then(|v| v.trim().parse().ok());
+        Duration::from_micros(micros.unwrap_or(100))
+    })
+}
+
+/// When the last batch ended, in nanoseconds since [`epoch`] (0: none yet).
+static LAST_END: AtomicU64 = AtomicU64::new(0);
+
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+fn now_nanos() -> u64 {
+    u64::try_from(epoch().elapsed().as_nanos()).unwrap_or(u64::MAX).max(1)
+}
+
+/// Notes that a batch (split or not) has just ended, for [`helper_at_hand`].
+pub(crate) fn batch_ended() {
+    LAST_END.store(now_nanos(), Ordering::Relaxed);
+}
+
+/// Whether a helper can join a batch for little more than a compare-and-swap: one is lingering
+/// now, or the last batch ended less than a linger ago, so batches are coming back to back and a
+/// helper started now lingers for the next ones. Never, with lingering off.
+pub(crate) fn helper_at_hand() -> bool {
+    let linger = linger_for();
+    if linger.is_zero() {
+        return false;
+    }
+    if LINGERING.load(Ordering::Relaxed) > 0 {
+        return true;
+    }
+    let last = LAST_END.load(Ordering::Relaxed);
+    last != 0 && u128::from(now_nanos().saturating_sub(last)) < linger.as_nanos()
+}
+
+/// Offers `gate` to a lingering helper; returns the offered pointer, for [`withdraw`].
+///
+/// `LINGERING` and `OFFER` are both `SeqCst`, against [`linger`]'s exit: either this call sees
+/// the helper still lingering, or the helper's last look sees this offer.
+fn offer(gate: &Arc<Gate>) -> Option<*mut Gate> {
+    if LINGERING.load(Ordering::SeqCst) == 0 {
+        return None;
+    }
+    let raw = Arc::into_raw(Arc::clone(gate)).cast_mut();
+    match OFFER.compare_exchange(std::ptr::null_mut(), raw, Ordering::SeqCst, Ordering::SeqCst) {
+        Ok(_) => Some(raw),
+        Err(_) => {
+            // SAFETY: `raw` came from `Arc::into_raw` just above and was never published.
+            drop(unsafe { Arc::from_raw(raw) });
+            None
+        }
+    }
+}
+
+/// Takes back an offer nobody took. The slot still holding `raw` keeps that gate alive, so no
+/// other gate can have the same address meanwhile: the exchange cannot take someone else's.
+fn withdraw(raw: *mut Gate) {
+    if OFFER.compare_exchange(raw, std::ptr::null_mut(), Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+        // SAFETY: the exchange moved the slot's strong count (from `offer`) to us.
+        drop(unsafe { Arc::from_raw(raw) });
+    }
+}
+
+/// Takes the offered gate, if any.
+fn take() -> Option<Arc<Gate>> {
+    let raw = OFFER.swap(std::ptr::null_mut(), Ordering::SeqCst);
+    // SAFETY: a non-null slot holds one strong count from `offer`; the swap moved it to us.
+    (!raw.is_null()).then(|| unsafe { Arc::from_raw(raw) })
+}
+
+/// Spins on [`OFFER`] for up to [`linger_for`], helping every batch offered meanwhile.
+fn linger() {
+    let linger = linger_for();
+    if linger.is_zero() {
+        return;
+    }
+    LINGERING.fetch_add(1, Ordering::SeqCst);
+    let mut since = Instant::now();
+    loop {
+        for _ in 0..64 {
+            if !OFFER.load(Ordering::Relaxed).is_null() {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        if let Some(gate) = take() {
+            TAKEN.fetch_add(1, Ordering::Relaxed);
+            help(&gate);
+            since = Instant::now();
+        } else if since.elapsed() >= linger {
+            break;
+        }
+    }
+    LINGERING.fetch_sub(1, Ordering::SeqCst);
+    // An offer made before the caller saw the count drop is still ours to serve.
+    if let Some(gate) = take() {
+        TAKEN.fetch_add(1, Ordering::Relaxed);
+        help(&gate);
+    }
 }
 
 #[cfg(test)]
@@ -222,6 +358,58 @@ mod tests {
         }
         assert_eq!(on_caller.load(Ordering::Relaxed), 64, "every block ran on the caller");
         assert!(waited < std::time::Duration::from_secs(5), "the caller waited {waited:?} for a busy pool");
+    }
+
+    /// Back-to-back batches reach a helper that lingers after the one before, through the
+    /// offer slot rather than a fresh pool job.
+    #[test]
+    fn a_lingering_helper_takes_back_to_back_batches() {
+        let before = TAKEN.load(Ordering::Relaxed);
+        let caller = std::thread::current().id();
+        let mut helped = 0;
+        for _ in 0..200 {
+            let others = AtomicUsize::new(0);
+            for_each_block((0..8).collect(), 1, |_: usize| {
+                if std::thread::current().id() != caller {
+                    others.fetch_add(1, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_micros(50));
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+            helped += usize::from(others.load(Ordering::Relaxed) > 0);
+        }
+        assert!(helped > 0, "no batch was helped");
+        assert!(TAKEN.load(Ordering::Relaxed) > before, "no batch went through the offer slot");
+    }
+
+    /// A batch that ends makes the next one, right after it, find a helper at hand.
+    #[test]
+    fn a_batch_right_after_another_finds_a_helper_at_hand() {
+        batch_ended();
+        assert_eq!(helper_at_hand(), !linger_for().is_zero());
+    }
+
+    /// Several callers at once race on the one offer slot: every block still runs once, and no
+    /// offer is taken twice.
+    #[test]
+    fn racing_callers_share_the_offer_slot_safely() {
+        std::thread::scope(|s| {
+            for t in 0..3 {
+                s.spawn(move || {
+                    for round in 0..300 {
+                        let n = 1 + (round * 7 + t) % 23;
+                        let counts: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+                        for_each_block((0..n).collect(), 2, |i: usize| {
+                            counts[i].fetch_add(1, Ordering::Relaxed);
+                            Ok::<(), ()>(())
+                        })
+                        .unwrap();
+                        assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 1));
+                    }
+                });
+            }
+        });
     }
 
     #[test]

@@ -36,6 +36,9 @@ use crate::writer::Writer;
 
 /// Below this many bytes a gather runs on the calling thread: the fan-out costs more than it saves.
 const PARALLEL_MIN_BYTES: u64 = 256 << 10;
+/// The same, while a pool helper is at hand ([`crate::fanout::helper_at_hand`]): handing it half
+/// a batch costs a compare-and-swap, not a wake-up.
+const LINGERING_MIN_BYTES: u64 = 64 << 10;
 /// Blocks a parallel gather is cut into, per thread.
 const BLOCKS_PER_THREAD: usize = 16;
 
@@ -469,6 +472,7 @@ impl Active {
 
 impl Drop for Active {
     fn drop(&mut self) {
+        crate::fanout::batch_ended();
         ACTIVE.fetch_sub(1, Ordering::Relaxed);
     }
 }
@@ -486,7 +490,10 @@ pub(crate) fn decode_planned(mut plans: Vec<Planned<'_, '_>>) -> Result<()> {
     // Gathers already running on other threads (a loader's workers) keep the cores busy: then
     // splitting this one only adds switches between threads, so it runs where it was called.
     let active = Active::enter();
-    if total < PARALLEL_MIN_BYTES || threads < 2 || records < 2 || active.others >= threads - 1 {
+    // A small batch is split only when a helper is at hand (lingering, or about to: batches are
+    // coming back to back); waking one costs more than it saves.
+    let min = if crate::fanout::helper_at_hand() { LINGERING_MIN_BYTES } else { PARALLEL_MIN_BYTES };
+    if total < min || threads < 2 || records < 2 || active.others >= threads - 1 {
         return plans.iter_mut().try_for_each(|p| run((&p.source, &mut p.jobs)));
     }
     // Many small blocks per thread, so the threads finish together: the last block is all
