@@ -194,6 +194,29 @@ fn linger_for() -> Duration {
     })
 }
 
+/// Batches running in this process right now. (A child forked while another thread gathered
+/// inherits that count for good, so it never splits a gather: slower, never wrong.)
+static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts a batch in [`ACTIVE`] while it lives, and notes when it ended (see [`helper_at_hand`]).
+pub(crate) struct Active {
+    /// Gathers that were running when this one started.
+    pub(crate) others: usize,
+}
+
+impl Active {
+    pub(crate) fn enter() -> Active {
+        Active { others: ACTIVE.fetch_add(1, Ordering::Relaxed) }
+    }
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        batch_ended();
+        ACTIVE.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// When the last batch ended, in nanoseconds since [`epoch`] (0: none yet).
 static LAST_END: AtomicU64 = AtomicU64::new(0);
 
@@ -207,7 +230,7 @@ fn now_nanos() -> u64 {
 }
 
 /// Notes that a batch (split or not) has just ended, for [`helper_at_hand`].
-pub(crate) fn batch_ended() {
+fn batch_ended() {
     LAST_END.store(now_nanos(), Ordering::Relaxed);
 }
 
@@ -280,7 +303,10 @@ fn linger() {
             TAKEN.fetch_add(1, Ordering::Relaxed);
             help(&gate);
             since = Instant::now();
-        } else if since.elapsed() >= linger {
+        } else if since.elapsed() >= linger || ACTIVE.load(Ordering::Relaxed) >= rayon::current_num_threads()
+        {
+            // Time is up, or gathers on every core run alone and offer nothing (a loader's
+            // workers): the core is theirs.
             break;
         }
     }

@@ -30,7 +30,6 @@ use crate::files::{self, chunk_path, meta_path, Chunk};
 use crate::journal;
 use crate::map::MetaMap;
 use crate::shared::{Chunks, Shared};
-use crate::sync::atomic::{AtomicUsize, Ordering};
 use crate::sync::{self, Arc, Mutex, RwLock, RwLockReadGuard};
 use crate::writer::Writer;
 
@@ -454,29 +453,6 @@ impl std::fmt::Debug for Planned<'_, '_> {
     }
 }
 
-/// Gathers decoding in this process right now. (A child forked while another thread gathered
-/// inherits that count for good, so it never splits a gather: slower, never wrong.)
-static ACTIVE: AtomicUsize = AtomicUsize::new(0);
-
-/// Counts a gather in [`ACTIVE`] while it lives.
-struct Active {
-    /// Gathers that were running when this one started.
-    others: usize,
-}
-
-impl Active {
-    fn enter() -> Active {
-        Active { others: ACTIVE.fetch_add(1, Ordering::Relaxed) }
-    }
-}
-
-impl Drop for Active {
-    fn drop(&mut self) {
-        crate::fanout::batch_ended();
-        ACTIVE.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
 /// Decodes planned records (of one store or several) into their destinations: on the calling
 /// thread when the batch is small or other gathers already keep every core busy, else in blocks
 /// over the calling thread and the rayon pool.
@@ -489,7 +465,7 @@ pub(crate) fn decode_planned(mut plans: Vec<Planned<'_, '_>>) -> Result<()> {
     };
     // Gathers already running on other threads (a loader's workers) keep the cores busy: then
     // splitting this one only adds switches between threads, so it runs where it was called.
-    let active = Active::enter();
+    let active = crate::fanout::Active::enter();
     // A small batch is split only when a helper is at hand (lingering, or about to: batches are
     // coming back to back); waking one costs more than it saves.
     let min = if crate::fanout::helper_at_hand() { LINGERING_MIN_BYTES } else { PARALLEL_MIN_BYTES };
