@@ -194,9 +194,33 @@ fn linger_for() -> Duration {
     })
 }
 
-/// Batches running in this process right now. (A child forked while another thread gathered
-/// inherits that count for good, so it never splits a gather: slower, never wrong.)
+/// Batches running in this process right now.
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// Runs in a child right after `fork()`: the parent's other threads, with their batches and
+/// lingering helpers, do not exist there, so their counts and any offer are dropped (the offered
+/// gate's memory is the parent's copy and is never freed here). Only atomic stores, which are
+/// async-signal-safe.
+#[cfg(unix)]
+extern "C" fn forked() {
+    ACTIVE.store(0, Ordering::Relaxed);
+    LINGERING.store(0, Ordering::Relaxed);
+    OFFER.store(std::ptr::null_mut(), Ordering::Relaxed);
+}
+
+/// Registers [`forked`] once per process, before the counts are first used.
+fn on_fork() {
+    static REGISTERED: OnceLock<()> = OnceLock::new();
+    REGISTERED.get_or_init(|| {
+        #[cfg(unix)]
+        // SAFETY: registers a static function that only stores to atomics; it stays valid for
+        // the life of the process. A failure (ENOMEM) leaves the counts as a child inherits them:
+        // slower, never wrong (a batch only skips helpers).
+        unsafe {
+            libc::pthread_atfork(None, None, Some(forked));
+        }
+    });
+}
 
 /// Counts a batch in [`ACTIVE`] while it lives, and notes when it ended (see [`helper_at_hand`]).
 pub(crate) struct Active {
@@ -206,6 +230,7 @@ pub(crate) struct Active {
 
 impl Active {
     pub(crate) fn enter() -> Active {
+        on_fork();
         Active { others: ACTIVE.fetch_add(1, Ordering::Relaxed) }
     }
 }
@@ -414,6 +439,38 @@ mod tests {
     fn a_batch_right_after_another_finds_a_helper_at_hand() {
         batch_ended();
         assert_eq!(helper_at_hand(), !linger_for().is_zero());
+    }
+
+    /// A child forked while a helper lingers (and a batch runs on another thread) starts with
+    /// neither: the helper's thread does not exist there, so it must not wait for its offers.
+    #[cfg(unix)]
+    #[test]
+    fn a_forked_child_starts_with_no_helpers_and_no_batches() {
+        let _active = Active::enter();
+        for _ in 0..1000 {
+            for_each_block((0..8).collect(), 1, |_: usize| {
+                std::thread::sleep(Duration::from_micros(20));
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+            if LINGERING.load(Ordering::SeqCst) == 0 {
+                continue;
+            }
+            // SAFETY: the child only loads atomics and calls `_exit`, both async-signal-safe.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                let clean = LINGERING.load(Ordering::SeqCst) == 0 && ACTIVE.load(Ordering::SeqCst) == 0;
+                // SAFETY: ends the child at once, running nothing of the parent's.
+                unsafe { libc::_exit(if clean { 0 } else { 1 }) };
+            }
+            assert!(pid > 0, "fork failed");
+            let mut status = 0;
+            // SAFETY: waits for the child just forked; `status` is a valid out-pointer.
+            assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+            assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the child inherited counts");
+            return;
+        }
+        panic!("no helper ever lingered");
     }
 
     /// Several callers at once race on the one offer slot: every block still runs once, and no
