@@ -6,11 +6,13 @@
 // batches of 256 sorted random indices. Node reads through files (NodeSource) and from memory;
 // Chromium reads from memory in a worker (threaded pool on a cross-origin-isolated page, or the
 // plain build), one call at a time and with two calls in flight (as `store.batches()` keeps
-// them). Prints MiB/s (median of rounds, with the slowest and fastest round) and the ratios the
-// targets are stated in.
+// them). Node from files runs twice, with its calls shared with a worker thread (the default) and
+// without (`workerMin: Infinity`), their rounds taking turns so both see the same machine. Prints
+// MiB/s (median of rounds, with the slowest and fastest round), the ratios the targets are stated
+// in, and how much CPU other processes took during the Node rows (Linux). `--node` skips Chromium.
 //
-//   node scripts/bench_js.mjs [--quick] [--workdir artifacts/bench-js]
-import { mkdirSync, writeFileSync } from 'node:fs';
+//   node scripts/bench_js.mjs [--quick] [--node] [--workdir artifacts/bench-js]
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -18,6 +20,7 @@ import { benchStore, repo, setup, trimmed } from './bench_store_js.mjs';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
+const nodeOnly = args.includes('--node');
 const work = path.resolve(args.includes('--workdir') ? args[args.indexOf('--workdir') + 1] : path.join(repo, 'artifacts/bench-js'));
 const N = quick ? 2000 : 4000;
 const BATCH = 256;
@@ -34,22 +37,31 @@ const mib = (bytes, s) => bytes / s / (1 << 20);
 const { store, batches, batchFile, bytesPerRound } = setup(work, { n: N, count: NBATCHES, batch: BATCH, jobs: 2 });
 const exe = (argv) => benchStore(argv);
 
-/** MiB/s of gathering every batch, `depth` batches in flight (1: one call after another). */
-async function timeStore(st, depth = 1) {
-  const rates = [];
-  for (let round = 0; round <= ROUNDS; round++) {
-    const t = performance.now();
-    let moved = 0;
-    const inFlight = [];
-    for (const b of batches) {
-      inFlight.push(st.gatherBytes(b));
-      if (inFlight.length >= depth) for (const r of await inFlight.shift()) moved += r.byteLength;
-    }
-    for (const p of inFlight) for (const r of await p) moved += r.byteLength;
-    if (moved !== bytesPerRound) throw new Error(`moved ${moved} bytes, expected ${bytesPerRound}`);
-    if (round > 0) rates.push(mib(moved, (performance.now() - t) / 1000));
+/** Seconds to gather every batch once, `depth` batches in flight (1: one call after another). */
+async function timeRound(st, depth) {
+  const t = performance.now();
+  let moved = 0;
+  const inFlight = [];
+  for (const b of batches) {
+    inFlight.push(st.gatherBytes(b));
+    if (inFlight.length >= depth) for (const r of await inFlight.shift()) moved += r.byteLength;
   }
-  return summary(rates);
+  for (const p of inFlight) for (const r of await p) moved += r.byteLength;
+  if (moved !== bytesPerRound) throw new Error(`moved ${moved} bytes, expected ${bytesPerRound}`);
+  return (performance.now() - t) / 1000;
+}
+
+/** MiB/s of each store in `stores`, their rounds taking turns (the first round of each is a
+ *  warm-up), `depth` batches in flight. */
+async function timeStores(stores, depth = 1) {
+  const rates = stores.map(() => []);
+  for (let round = 0; round <= ROUNDS; round++) {
+    for (const [k, st] of stores.entries()) {
+      const s = await timeRound(st, depth);
+      if (round > 0) rates[k].push(mib(bytesPerRound, s));
+    }
+  }
+  return rates.map(summary);
 }
 
 const results = {};
@@ -61,19 +73,64 @@ console.log(`machine: ${os.cpus().length} x ${os.cpus()[0].model}, node ${proces
   results.native_1thread = { rate, lo: rate, hi: rate };
 }
 
-const { Store, MemorySource } = await import('../js/src/node.js');
+const { Store, MemorySource, NodeSource } = await import('../js/src/node.js');
 const files = trimmed(store);
 const trimDir = path.join(work, 'trimmed');
 mkdirSync(trimDir, { recursive: true });
 for (const [name, bytes] of Object.entries(files)) writeFileSync(path.join(trimDir, name), bytes);
+/** CPU ms the whole machine has spent busy (from /proc/stat; 0 where there is none). */
+function machineBusy() {
+  try {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    const tick = 1000 / 100; // USER_HZ
+    return (f[0] + f[1] + f[2] + f[5] + f[6] + f[7]) * tick;
+  } catch {
+    return 0;
+  }
+}
+const busy0 = machineBusy();
+const cpu0 = process.cpuUsage();
+const wall0 = performance.now();
 {
-  const st = await Store.open(store);
-  results.node_files = await timeStore(st);
-  results.node_files_pipelined = await timeStore(st, 2);
-  await st.close();
+  const shared = await Store.open(store);
+  const aloneSource = new NodeSource(store);
+  aloneSource.workerMin = Infinity;
+  const alone = await Store.open(aloneSource);
+  [results.node_files, results.node_files_no_worker] = await timeStores([shared, alone]);
+  [results.node_files_pipelined, results.node_files_no_worker_pipelined] = await timeStores([shared, alone], 2);
+  await shared.close();
+  await alone.close();
   const mem = await Store.open(new MemorySource(files));
-  results.node_memory = await timeStore(mem);
+  [results.node_memory] = await timeStores([mem]);
   await mem.close();
+}
+{
+  const cpu = process.cpuUsage(cpu0);
+  const others = machineBusy() - busy0 - (cpu.user + cpu.system) / 1000;
+  results.others_cores = Math.max(0, others / (performance.now() - wall0));
+  console.log(`other processes meanwhile: ${results.others_cores.toFixed(2)} cores of ${os.cpus().length}`);
+}
+if (nodeOnly) {
+  const native = results.native_1thread.rate;
+  for (const [name, v] of [['native Rust, 1 thread (mmap)', results.native_1thread], ...nodeRows()]) {
+    const spread = `(rounds ${v.lo.toFixed(0)}-${v.hi.toFixed(0)})`;
+    console.log(`${name.padEnd(48)} ${v.rate.toFixed(0).padStart(6)} MiB/s ${spread.padEnd(18)} ${(v.rate / native).toFixed(2)}x native`);
+  }
+  console.log(`target: Node files >= 0.5x native 1-thread: ${(results.node_files.rate / native).toFixed(2)}x `
+    + `(without the worker ${(results.node_files_no_worker.rate / native).toFixed(2)}x)`);
+  writeFileSync(path.join(work, 'result-node.json'), JSON.stringify(results, null, 2));
+  process.exit(0);
+}
+
+/** The Node rows of the table. */
+function nodeRows() {
+  return [
+    ['Node, wasm, files', results.node_files],
+    ['Node, wasm, files, no worker', results.node_files_no_worker],
+    ['Node, wasm, files, 2 batches in flight', results.node_files_pipelined],
+    ['Node, wasm, files, no worker, 2 in flight', results.node_files_no_worker_pipelined],
+    ['Node, wasm, memory', results.node_memory],
+  ];
 }
 
 // Chromium: the same batches from memory, hosted in a worker.
@@ -130,9 +187,7 @@ try {
 
 const rows = [
   ['native Rust, 1 thread (mmap)', results.native_1thread],
-  ['Node, wasm, files', results.node_files],
-  ['Node, wasm, files, 2 batches in flight', results.node_files_pipelined],
-  ['Node, wasm, memory', results.node_memory],
+  ...nodeRows(),
   ['Chromium worker, plain wasm', results.chromium_worker_plain],
   [`Chromium worker, threaded wasm (${results.chromium_cores} threads)`, results.chromium_worker_threaded],
   ['Chromium worker, plain wasm, 2 in flight', results.chromium_worker_plain_pipelined],

@@ -28,6 +28,13 @@ export declare class NodeSource implements Source {
   syncLimit: number;
   /** Reads of one call in flight at once on the thread pool (default Infinity: all of them). */
   readConcurrency: number;
+  /**
+   * Smallest call (decoded bytes) a Store shares with its worker thread, which gathers part of
+   * the records while the calling thread gathers the rest (default 1 MiB; Infinity: never, and
+   * no worker starts). Results and errors are the same either way. Only a NodeSource itself, not
+   * a subclass, shares.
+   */
+  workerMin: number;
   size(name: string): Promise<number | null>;
   read(name: string, start: number, end: number): Promise<Uint8Array | null>;
   readInto(name: string, start: number, end: number, target: Uint8Array, offset: number): Promise<number | null>;

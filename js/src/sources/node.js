@@ -35,6 +35,8 @@ export class NodeSource {
     this.maxGap = 1 << 14;
     /** Largest call read on the calling thread (bytes); larger ones go to the thread pool. */
     this.syncLimit = 16 << 20;
+    /** Smallest call (decoded bytes) a Store shares with its worker thread (Infinity: none). */
+    this.workerMin = 1 << 20;
     /** Reads of one call in flight at once (all of them: libuv queues what its threads cannot take). */
     this.readConcurrency = Infinity;
     /** @type {Map<string, number>} open descriptors */
