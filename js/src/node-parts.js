@@ -59,12 +59,15 @@ export function partOf(result) {
 
 /**
  * The worker's part as it travels: `out`, a new buffer of `before + (its bytes)` whose first
- * `before` bytes are left for this thread's part, and each array's place in it.
+ * `before` bytes are left for this thread's part (`ahead` when it is that size: a buffer
+ * allocated ahead), and each array's place in it.
+ * @param {any} result @param {number} before @param {Uint8Array | null} [ahead]
  */
-export function packAfter(result, before) {
+export function packAfter(result, before, ahead = null) {
   const { single, list, start, end } = partOf(result);
   if (list.some((a) => a.buffer !== list[0].buffer)) throw new Error('a gather gave arrays on more than one buffer');
-  const out = freshBytes(before + end - start);
+  const n = before + end - start;
+  const out = ahead?.length === n ? ahead : freshBytes(n);
   if (list.length) out.set(new Uint8Array(list[0].buffer, start, end - start), before);
   const ctor = list.length ? list[0].constructor.name : 'Uint8Array';
   const items = list.map((a) => [a.byteOffset - start + before, a.length, a.shape]);
