@@ -24,6 +24,7 @@
 //   with this process's node options, less `--input-type`.
 // - Both threads spin briefly instead of sleeping where the other is about to answer (Host.wait,
 //   node-worker.js SPIN_NEXT): this VM takes about 1 ms to wake an idle vCPU.
+import { resolve } from 'node:path';
 import { MessageChannel, Worker, receiveMessageOnPort } from 'node:worker_threads';
 import { makeApi, GATHER_INTO } from './store.js';
 import { Spares, joinParts, partOf } from './node-parts.js';
@@ -188,6 +189,8 @@ export function nodeApi(wasm) {
     #inner;
     /** The directory's source when calls may be shared, else null. @type {NodeSource | null} */
     #source;
+    /** The directory as an absolute path when opened (the worker resolves no relative path). */
+    #dir = '';
     #closed = false;
     /** The worker once connected (also after it stopped), and this store's id there. @type {Host | null} */
     #host = null;
@@ -208,6 +211,7 @@ export function nodeApi(wasm) {
       if (key !== KEY) throw loaderxError('LOADERX_ARGUMENT', 'use Store.open to open a store');
       this.#inner = inner;
       this.#source = source;
+      if (source) this.#dir = resolve(source.dir);
     }
 
     /**
@@ -238,7 +242,7 @@ export function nodeApi(wasm) {
         host.stores++;
         this.#host = host;
         this.#remote = host.nextStore++;
-        const seen = await host.call({ op: 'open', store: this.#remote, dir: this.#source?.dir });
+        const seen = await host.call({ op: 'open', store: this.#remote, dir: this.#dir });
         this.#shared = !this.#closed && sameStore(seen, this.#inner);
         return this.#shared;
       })();

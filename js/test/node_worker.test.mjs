@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { Store, NodeSource, MemorySource } from '../src/node.js';
 import { currentHost } from '../src/node-store.js';
 import { JS_DIR, copyStore, fixture, range, readStoreFiles, readTable, removeDir, storeDir, tempDir } from './helpers/common.mjs';
@@ -184,6 +184,34 @@ describe('which calls are shared', () => {
       assert.ok(shared, 'a call was shared');
     } finally {
       await store.close();
+    }
+  });
+
+  test('a store opened by a relative path shares after the working directory changes', async () => {
+    const cwd = process.cwd();
+    const tmp = tempDir();
+    try {
+      process.chdir(dirname(dir));
+      const source = countingSource(basename(dir), 0);
+      const store = await Store.open(source);
+      try {
+        await store.gatherBytes(range(200)); // reads here (its files are open now), starts the worker
+        process.chdir(tmp);
+        let shared = false;
+        for (const until = Date.now() + STARTS; !shared && Date.now() < until;) {
+          await new Promise((r) => setTimeout(r, 10));
+          source.mainBytes = 0;
+          const got = await store.gatherBytes(range(200));
+          assert.equal(got.length, 200);
+          shared = source.mainBytes < readAll(dir, range(200));
+        }
+        assert.ok(shared, 'a later call was shared');
+      } finally {
+        await store.close();
+      }
+    } finally {
+      process.chdir(cwd);
+      removeDir(tmp);
     }
   });
 
