@@ -12,13 +12,13 @@ import { receiveMessageOnPort, workerData } from 'node:worker_threads';
 import * as wasm from '../pkg/web/loaderx_wasm.js';
 import { makeApi, GATHER_INTO, freshBytes } from './store.js';
 import { Spares, packAfter } from './node-parts.js';
+import { NodeSource } from './sources/node.js';
+import { ioError, loaderxError } from './errors.js';
 
 /** How long (ms) the worker spins for the next call after answering one: the next call of a
  *  caller that gathers batch after batch comes within this, and a thread that waits in the event
  *  loop sleeps, which on this VM costs about 1 ms to wake (see node-store.js Host.wait). */
 const SPIN_NEXT = 2;
-import { NodeSource } from './sources/node.js';
-import { ioError, loaderxError } from './errors.js';
 
 wasm.initSync({ module: readFileSync(new URL('../pkg/web/loaderx_wasm_bg.wasm', import.meta.url)) });
 const { Store } = makeApi(wasm);
