@@ -467,9 +467,11 @@ pub(crate) fn decode_planned(mut plans: Vec<Planned<'_, '_>>) -> Result<()> {
     // splitting this one only adds switches between threads, so it runs where it was called.
     let active = crate::fanout::Active::enter();
     // A small batch is split only when a helper is at hand (lingering, or about to: batches are
-    // coming back to back); waking one costs more than it saves.
-    let min = if crate::fanout::helper_at_hand() { LINGERING_MIN_BYTES } else { PARALLEL_MIN_BYTES };
-    if total < min || threads < 2 || records < 2 || active.others >= threads - 1 {
+    // coming back to back); waking one costs more than it saves. Only batches between the two
+    // thresholds pay for the clock read behind `helper_at_hand`.
+    let small =
+        total < LINGERING_MIN_BYTES || (total < PARALLEL_MIN_BYTES && !crate::fanout::helper_at_hand());
+    if small || threads < 2 || records < 2 || active.others >= threads - 1 {
         return plans.iter_mut().try_for_each(|p| run((&p.source, &mut p.jobs)));
     }
     // Many small blocks per thread, so the threads finish together: the last block is all
