@@ -20,7 +20,7 @@ use loaderx_native::{CacheConfig, Opened as Handle, RemoteOptions};
 use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyTuple};
 
 use crate::error::{closed, core_to_py, to_py};
 
@@ -141,6 +141,17 @@ impl Store {
         offsets: U64s<'_>,
     ) -> PyResult<()> {
         reads::gather(py, &*self.get()?, idxs, dst, offsets)
+    }
+
+    /// Gathers ragged records `idxs` (each checked to fit `schema`) back to back into a new
+    /// uint8 array; returns it with each record's length in bytes.
+    fn gather_ragged_new<'py>(
+        &self,
+        py: Python<'py>,
+        idxs: U64s<'py>,
+        schema: &schema::Schema,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        reads::gather_ragged_new(py, &*self.get()?, idxs, schema)
     }
 
     /// Gathers records `idxs`, each exactly `stride` bytes, into a new uint8 array of

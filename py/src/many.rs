@@ -7,6 +7,7 @@ use std::sync::{Arc, RwLock};
 
 use numpy::{PyArray1, PyReadwriteArray1};
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 
 use crate::error::{closed, to_py};
 use crate::{reads, remote_options, schema, U64s};
@@ -91,6 +92,15 @@ impl Many {
         offsets: U64s<'_>,
     ) -> PyResult<()> {
         reads::gather(py, &*self.get()?, idxs, dst, offsets)
+    }
+
+    fn gather_ragged_new<'py>(
+        &self,
+        py: Python<'py>,
+        idxs: U64s<'py>,
+        schema: &schema::Schema,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        reads::gather_ragged_new(py, &*self.get()?, idxs, schema)
     }
 
     fn gather_fixed_new<'py>(

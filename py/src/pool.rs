@@ -10,7 +10,7 @@
 //! `loaderx_core::codec::copy_record`).
 //!
 //! Invariants: a buffer is in the pool only while no array refers to it; the pool holds at most
-//! `MAX_BUFFERS` buffers and `MAX_BYTES` bytes, evicting the buffers given back longest ago to
+//! `MAX_BUFFERS` buffers and `MAX_BYTES` bytes of capacity, evicting the buffers given back longest ago to
 //! make room for a new one. Small buffers are pooled too: a fresh one costs `calloc`'s zeroing,
 //! which showed in the profile of 16-record gathers. The pool is only ever `try_lock`ed, so a lock
 //! inherited mid-use across `fork()` costs a fresh allocation, never a deadlock.
@@ -32,13 +32,22 @@ pub(crate) struct Buffer {
     bytes: Vec<u8>,
     start: usize,
     len: usize,
+    /// At least `len`; `start + capacity <= bytes.len()`.
+    capacity: usize,
 }
 
 impl Buffer {
-    fn new(len: usize) -> Buffer {
-        let bytes = vec![0u8; len + PAGE];
+    /// `len` usable bytes, with room for `capacity` (at least `len`).
+    fn new(len: usize, capacity: usize) -> Buffer {
+        let capacity = capacity.max(len);
+        let bytes = vec![0u8; capacity + PAGE];
         let start = bytes.as_ptr().align_offset(PAGE).min(PAGE);
-        Buffer { bytes, start, len }
+        Buffer { bytes, start, len, capacity }
+    }
+
+    /// Bytes usable from `start` (`len` or more): the size the buffer was made for.
+    fn capacity(&self) -> usize {
+        self.capacity
     }
 
     /// The usable bytes.
@@ -57,23 +66,41 @@ static POOL: Mutex<Vec<Buffer>> = Mutex::new(Vec::new());
 /// unspecified.
 pub(crate) fn take(len: usize) -> Buffer {
     if let Ok(mut pool) = POOL.try_lock() {
-        if let Some(i) = pool.iter().rposition(|b| b.len == len) {
-            return pool.remove(i);
+        if let Some(i) = pool.iter().rposition(|b| b.capacity() == len) {
+            let mut buffer = pool.remove(i);
+            buffer.len = len;
+            return buffer;
         }
     }
-    Buffer::new(len)
+    Buffer::new(len, len)
+}
+
+/// Like [`take`], for batches whose size varies from call to call (ragged records): a free
+/// buffer with room for `len` bytes and at most twice that is recycled, and a fresh one gets a
+/// quarter more room than asked, so the next, slightly larger batch finds it too.
+pub(crate) fn take_varying(len: usize) -> Buffer {
+    if let Ok(mut pool) = POOL.try_lock() {
+        let fits = |b: &Buffer| b.capacity() >= len && b.capacity() / 2 <= len;
+        if let Some(i) = pool.iter().rposition(fits) {
+            let mut buffer = pool.remove(i);
+            buffer.len = len;
+            return buffer;
+        }
+    }
+    Buffer::new(len, len.saturating_add(len / 4))
 }
 
 fn give(buffer: Buffer) {
-    if buffer.len > MAX_BYTES {
+    let size = buffer.capacity();
+    if size > MAX_BYTES {
         return;
     }
     if let Ok(mut pool) = POOL.try_lock() {
         // Oldest first out: the sizes a loop uses now come back soonest. (Without eviction, a
         // pool full of one run's sizes made every later, larger batch fault in fresh memory.)
-        let mut held: usize = pool.iter().map(|b| b.len).sum();
-        while !pool.is_empty() && (pool.len() >= MAX_BUFFERS || held + buffer.len > MAX_BYTES) {
-            held -= pool.remove(0).len;
+        let mut held: usize = pool.iter().map(Buffer::capacity).sum();
+        while !pool.is_empty() && (pool.len() >= MAX_BUFFERS || held + size > MAX_BYTES) {
+            held -= pool.remove(0).capacity();
         }
         pool.push(buffer);
     }

@@ -23,9 +23,9 @@ import pytest
 
 import loaderx.dataloader as dataloader_mod
 from _lxhelpers import worker_threads
-from loaderx.converter import from_numpy
+from loaderx.converter import from_iterator, from_numpy
 from loaderx.dataloader import DataLoader
-from loaderx.dataset import DenseDataset
+from loaderx.dataset import DenseDataset, RaggedDataset
 from loaderx.errors import ZrecordError
 from loaderx.sampler import Sampler
 from loaderx.zrecord import Zrecord
@@ -323,3 +323,33 @@ def test_a_batch_buffer_is_reused_after_many_other_sizes(tmp_path):
     squatter = np.ones(nbytes, np.uint8)  # noqa: F841  (holds whatever memory is free)
     again = ds[big]
     assert again.ctypes.data == where
+
+
+def test_ragged_batches_of_varying_size_reuse_a_buffer_and_stay_intact(tmp_path):
+    """A ragged batch's size varies from call to call, so its buffer is recycled when a free one
+    has room (up to twice the size). Batches still held must never be overwritten by later ones,
+    and a dropped batch's buffer must serve a slightly smaller next batch (same address, which a
+    NumPy array allocated in between would take if the buffer was not kept)."""
+    rng = np.random.default_rng(3)
+    records = [rng.integers(0, 1 << 30, (int(n), 3), dtype=np.int32) for n in rng.integers(1, 400, 300)]
+    from_iterator(tmp_path / "r", iter(records), codec="raw", progress=False)
+    ds = RaggedDataset(tmp_path / "r")
+    held = []
+    for _ in range(20):
+        idxs = rng.integers(0, len(records), int(rng.integers(1, 120))).astype(np.uint64)
+        held.append((idxs, ds[idxs]))
+        if len(held) > 3:
+            held.pop(0)
+        for old_idxs, got in held:  # every batch still held reads as it was gathered
+            assert [g.shape for g in got] == [records[i].shape for i in old_idxs]
+            assert all(np.array_equal(g, records[i]) for g, i in zip(got, old_idxs))
+    held.clear()
+    big = np.arange(200, dtype=np.uint64)
+    first = ds[big]
+    where, nbytes = first[0].ctypes.data, sum(a.nbytes for a in first)
+    del first
+    gc.collect()
+    squatter = np.ones(nbytes, np.uint8)  # noqa: F841  (holds whatever memory is free)
+    again = ds[big[:-5]]
+    assert again[0].ctypes.data == where
+    assert all(np.array_equal(g, records[i]) for g, i in zip(again, big[:-5]))

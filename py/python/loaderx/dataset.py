@@ -135,6 +135,15 @@ class _Base(Exports):
             self._store = None
 
 
+_U64 = np.dtype(np.uint64)
+
+
+def _engine_ready(idxs):
+    """Whether ``idxs`` goes to the engine as it is: a 1-D contiguous native uint64 array (what
+    samplers and loaders pass). The engine checks every index against the length."""
+    return type(idxs) is np.ndarray and idxs.dtype == _U64 and idxs.ndim == 1 and idxs.flags.c_contiguous
+
+
 class DenseDataset(_Base):
     """Fixed-shape records: ``ds[idxs]`` is an array of shape ``(len(idxs), *item_shape)``,
     ``ds[i]`` one sample of shape ``item_shape``."""
@@ -142,15 +151,11 @@ class DenseDataset(_Base):
     _kind = "dense"
 
     def __getitems__(self, idxs):
-        # A 1-D uint64 array (what samplers and loaders pass) needs no conversion: the engine
-        # checks every index against the length. Small batches are mostly this call's overhead.
-        if type(idxs) is not np.ndarray or idxs.dtype != _U64 or idxs.ndim != 1 or not idxs.flags.c_contiguous:
+        # Small batches are mostly this call's overhead: engine-ready indices skip conversion.
+        if not _engine_ready(idxs):
             idxs = self._idxs(idxs)
         flat = self._store._s.gather_fixed_new(idxs, self._row_bytes)
         return flat.view(self.dtype).reshape((idxs.size, *self.item_shape))
-
-
-_U64 = np.dtype(np.uint64)
 
 
 class RaggedDataset(_Base):
@@ -160,14 +165,11 @@ class RaggedDataset(_Base):
     _kind = "ragged"
 
     def __getitems__(self, idxs):
-        idxs = self._idxs(idxs)
-        store = self._store
-        byte_lens = store._s.lengths_fitting(idxs, self._schema).astype(np.int64)
-        byte_off = np.zeros(idxs.size, dtype=np.uint64)
-        if idxs.size > 1:
-            np.cumsum(byte_lens[:-1], out=byte_off[1:].view(np.int64))
-        values = np.empty((int(byte_lens.sum()) // self._row_bytes, *self.item_shape), dtype=self.dtype)
-        store.gather(idxs, values.reshape(-1).view(np.uint8), byte_off)
-        row_splits = np.zeros(idxs.size + 1, dtype=np.int64)
-        np.cumsum(byte_lens // self._row_bytes, out=row_splits[1:])
-        return [values[row_splits[k] : row_splits[k + 1]] for k in range(idxs.size)]
+        if not _engine_ready(idxs):
+            idxs = self._idxs(idxs)
+        # One engine call: every length checked against the schema, the records back to back in
+        # a recycled buffer. The samples are views into it, cut at Python-int row bounds.
+        flat, byte_lens = self._store._s.gather_ragged_new(idxs, self._schema)
+        values = flat.view(self.dtype).reshape((flat.size // self._row_bytes, *self.item_shape))
+        ends = np.cumsum(byte_lens // self._row_bytes, dtype=np.int64).tolist()
+        return [values[a:b] for a, b in zip([0, *ends], ends)]
