@@ -283,6 +283,10 @@ def worker_main():
             res = time_gather(ds, np.load(cmd["batches"]))
         elif op == "loader":
             res = time_loader(DataLoader, DenseDataset, cmd["stores"], cmd["batches"], cmd["workers"])
+        elif op == "ragged":
+            from loaderx.dataset import RaggedDataset
+
+            res = time_gather(RaggedDataset(cmd["store"]), np.load(cmd["batches"]))
         else:
             res = None
         print(json.dumps({"result": res}), flush=True)
@@ -737,6 +741,40 @@ def section_many(args, work):
     print()
 
 
+def section_ragged(args, ref, work):
+    """RaggedDataset gathers of token-like records (int32, 64 to 511 tokens each), ours and the
+    reference's on the same store, rounds interleaved, median seconds per batch."""
+    from loaderx.converter import from_iterator
+    from loaderx.dataset import RaggedDataset
+
+    n = 4000 if args.quick else 20_000
+    rounds = 3 if args.quick else 5
+    print(f"== ragged: {n} int32 records of 64-511 tokens (1.1 KiB on average), random batches ==")
+    rng = np.random.default_rng(9)
+    records = [rng.integers(0, 50_000, int(k), dtype=np.int32) for k in rng.integers(64, 512, n)]
+    widths = [8, 6, 16, 16, 8]
+    row(["codec", "batch", "ours µs/batch", "ref µs/batch", "vs ref"], widths)
+    for codec in ("raw", "zstd"):
+        store = work / f"ragged_{codec}"
+        shutil.rmtree(store, ignore_errors=True)
+        from_iterator(store, iter(records), codec=codec, progress=False)
+        ds = RaggedDataset(store)
+        for batch in (16, 256, 4096):
+            draws = rng.integers(0, n, (max(10, 20_000 // batch), batch)).astype(np.uint64)
+            batches = work / f"ragged_{batch}.npy"
+            np.save(batches, draws)
+            ours, theirs = [], []
+            for _ in range(rounds):
+                ours.append(median(time_gather(ds, draws)))
+                if ref:
+                    theirs.append(median(ref(op="ragged", store=str(store), batches=str(batches))))
+            a = median(ours) * 1e6
+            b = median(theirs) * 1e6 if theirs else None
+            row([codec, str(batch), f"{a:.1f}", f"{b:.1f}" if b else "-", f"{b / a:.2f}x" if b else ""], widths)
+        ds.close()
+    print()
+
+
 def main():
     if "--worker" in sys.argv:
         worker_main()
@@ -745,7 +783,7 @@ def main():
         torch_worker_main()
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("section", nargs="?", default="all", choices=["sampler", "store", "gather", "loader", "many", "transform", "remote", "torch", "jax", "arrow", "ray", "all"])
+    parser.add_argument("section", nargs="?", default="all", choices=["sampler", "store", "gather", "loader", "many", "ragged", "transform", "remote", "torch", "jax", "arrow", "ray", "all"])
     parser.add_argument("--quick", action="store_true", help="a small, fast run")
     default_ref = ROOT / ".venv-ref" / "bin" / "python"
     parser.add_argument("--ref-python", default=str(default_ref) if default_ref.exists() else None)
@@ -769,8 +807,8 @@ def main():
     else:
         ref = Reference(args.ref_python) if args.ref_python else None
     try:
-        for name in ("sampler", "store", "gather", "loader", "many", "transform", "remote"):
-            if args.section == name or (args.section == "all" and name not in ("transform", "remote", "many")):
+        for name in ("sampler", "store", "gather", "loader", "many", "ragged", "transform", "remote"):
+            if args.section == name or (args.section == "all" and name not in ("transform", "remote", "many", "ragged")):
                 machine_block()
                 if name == "sampler":
                     section_sampler(args, ref)
@@ -785,6 +823,8 @@ def main():
                     section_gather(args, work)
                 elif name == "many":
                     section_many(args, work)
+                elif name == "ragged":
+                    section_ragged(args, ref, work)
                 elif name == "remote":
                     sys.path.insert(0, str(ROOT / "scripts"))
                     from bench_remote import section_remote
