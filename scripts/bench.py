@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """loaderx benchmarks: sampler, store and loader, side by side in one run.
 
-    python scripts/bench.py [sampler|store|gather|loader|many|transform|remote|torch|jax|arrow|ray|all]
+    python scripts/bench.py [sampler|store|gather|loader|many|ragged|transform|remote|torch|jax|arrow|ray|all]
                             [--quick]
                             [--ref-python PATH]
                             [--torch-python PATH] [--workdir DIR]
@@ -25,7 +25,8 @@ torch.utils.data.DataLoader with worker processes. torch runs in its own venv
 (``--torch-python``, default ``.venv-bench/bin/python`` when present) as a worker process like
 the reference, reading the same data from a NumPy memmap.
 
-``many`` is the loader over 8 stores in a manifest and a 0.7/0.3 mix beside one store; ``torch``
+``many`` is the loader over 8 stores in a manifest and a 0.7/0.3 mix beside one store; ``ragged``
+is RaggedDataset beside the reference's on token-like int32 records; ``torch``
 and ``jax`` run ``scripts/bench_ml.py`` (loaderx.torch beside torch's DataLoader over a memmap,
 loaderx.jax beside the base loader), ``arrow`` (from_arrow and Arrow export) and ``ray`` (a Ray
 conversion with 1 and 2 workers) in the torch/JAX/Ray venv.
