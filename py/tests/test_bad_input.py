@@ -6,7 +6,7 @@ reports it), and that nothing changed: same length, same schema, same file set a
 sparse-aware snapshot), and no directory left behind when the path did not exist. Covers schema
 mismatches on a second converter call, over-long and empty records, out-of-range and negative
 indices, paths that are not stores, damaged meta.zr / chunk files (never a crash), non-contiguous
-buffers, zstd_dict on multi-byte dtypes (the reference segfaults; ours must round-trip), unknown
+buffers and misaligned index arrays, zstd_dict on multi-byte dtypes (the reference segfaults; ours must round-trip), unknown
 codecs, bad Sampler arguments, a bad record in the middle of from_iterator, and the one-writer
 lock between two handles and two processes.
 """
@@ -207,6 +207,32 @@ def test_negative_indices_count_from_the_end(dense, ragged):
         np.testing.assert_array_equal(dst, rows[-1])
     with pytest.raises((TypeError, IndexError)):
         ds[1.5]
+
+
+def odd_u64(values, step=1):
+    """uint64 indices at an odd byte offset (misaligned), every ``step``-th of a longer array."""
+    raw = np.zeros(8 * len(values) * step + 1, np.uint8)
+    out = raw[1:].view(np.uint64)[::step]
+    out[:] = values
+    return out
+
+
+def test_misaligned_and_strided_index_arrays_read_like_a_list(dense, ragged):
+    """uint64 index and offset arrays that are views at an odd byte offset, or strided, are
+    copied into place rather than refused or misread."""
+    path, rows = dense
+    rpath, seqs = ragged
+    ds, rs = DenseDataset(path), RaggedDataset(rpath)
+    picks, rpicks = [7, 0, 3, 3, 9], [5, 0, 2, 2, 7]
+    for step in (1, 2):
+        assert not odd_u64(picks, step).flags.aligned
+        np.testing.assert_array_equal(ds[odd_u64(picks, step)], rows[picks])
+        assert [r.tolist() for r in rs[odd_u64(rpicks, step)]] == [seqs[i].tolist() for i in rpicks]
+        with Zrecord(path) as z:
+            assert z.lengths(odd_u64(picks, step)).tolist() == [4] * len(picks)
+            dst = np.zeros(4 * len(picks), np.uint8)
+            z.gather(odd_u64(picks, step), dst, odd_u64([4 * k for k in range(len(picks))], step))
+            np.testing.assert_array_equal(dst.reshape(-1, 4), rows[picks])
 
 
 # --- paths that are not stores --------------------------------------------------------------

@@ -23,7 +23,7 @@ import numpy as np
 from . import _loaderx
 from .arrow import Exports
 from .manifest import _manifest_file, _Records
-from .zrecord import CODECS, SCHEMA, Zrecord, _indices, _location
+from .zrecord import CODECS, SCHEMA, Zrecord, _engine_ready, _indices, _location
 
 __all__ = ["DenseDataset", "RaggedDataset", "pad"]
 
@@ -133,15 +133,6 @@ class _Base(Exports):
         if store is not None:
             store.close()
             self._store = None
-
-
-_U64 = np.dtype(np.uint64)
-
-
-def _engine_ready(idxs):
-    """Whether ``idxs`` goes to the engine as it is: a 1-D contiguous native uint64 array (what
-    samplers and loaders pass). The engine checks every index against the length."""
-    return type(idxs) is np.ndarray and idxs.dtype == _U64 and idxs.ndim == 1 and idxs.flags.c_contiguous
 
 
 class DenseDataset(_Base):

@@ -84,11 +84,25 @@ def _out_of_range(bad, length):
     return StoreIndexError.new(f"index {bad} out of range for a store of {length} records")
 
 
+_U64 = np.dtype(np.uint64)
+
+
+def _engine_ready(idxs):
+    """Whether ``idxs`` goes to the engine as it is: a 1-D contiguous, aligned, native uint64
+    array (what samplers and loaders pass). The engine checks every index against the length."""
+    if type(idxs) is not np.ndarray or idxs.dtype != _U64 or idxs.ndim != 1:
+        return False
+    flags = idxs.flags
+    return flags.c_contiguous and flags.aligned
+
+
 def _indices(idxs, length=None):
     """Python integers as record indices (a contiguous uint64 array): negative values count
     from ``length`` when it is given, and anything still negative, or past 2**64, is an
     :class:`IndexError`; anything that is not an integer a :class:`TypeError`. Whether each
     index is below the store's length is the engine's one check."""
+    if _engine_ready(idxs):  # small calls are mostly this function's overhead
+        return idxs
     a = np.asarray(idxs) if not isinstance(idxs, np.ndarray) else idxs
     if a.size == 0:
         return np.empty(0, dtype=np.uint64)
@@ -110,7 +124,8 @@ def _indices(idxs, length=None):
         if (a < 0).any():
             bad = int(a[a < 0][0])
             raise _out_of_range(bad - length if length is not None else bad, length)
-    return np.ascontiguousarray(a, dtype=np.uint64)
+    # A copy where the array is not contiguous or not aligned (a view at an odd byte offset).
+    return np.require(a, dtype=np.uint64, requirements=["C", "A"])
 
 
 def _offsets(offsets, name="offsets"):
