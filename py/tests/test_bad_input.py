@@ -5,9 +5,10 @@ OSError / FileNotFoundError, and a ZrecordError with the reference's code where 
 reports it), and that nothing changed: same length, same schema, same file set and bytes (a
 sparse-aware snapshot), and no directory left behind when the path did not exist. Covers schema
 mismatches on a second converter call, over-long and empty records, out-of-range and negative
-indices, paths that are not stores, damaged meta.zr / chunk files (never a crash), non-contiguous
-buffers and misaligned index arrays, zstd_dict on multi-byte dtypes (the reference segfaults; ours must round-trip), unknown
-codecs, bad Sampler arguments, a bad record in the middle of from_iterator, and the one-writer
+indices, misaligned index arrays, paths that are not stores, damaged meta.zr / chunk files
+(never a crash), non-contiguous buffers, zstd_dict on multi-byte dtypes (the reference
+segfaults; ours must round-trip), unknown codecs, bad Sampler arguments, a bad record in the
+middle of from_iterator, and the one-writer
 lock between two handles and two processes.
 """
 
