@@ -8,8 +8,7 @@ mismatches on a second converter call, over-long and empty records, out-of-range
 indices, misaligned index arrays, paths that are not stores, damaged meta.zr / chunk files
 (never a crash), non-contiguous buffers, zstd_dict on multi-byte dtypes (the reference
 segfaults; ours must round-trip), unknown codecs, bad Sampler arguments, a bad record in the
-middle of from_iterator, and the one-writer
-lock between two handles and two processes.
+middle of from_iterator, and the one-writer lock between two handles and two processes.
 """
 
 import json
