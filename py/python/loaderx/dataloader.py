@@ -191,8 +191,8 @@ class DataLoader:
         num_workers (int): Workers (threads, or processes with ``workers="processes"``).
             Defaults to 4. Over local stores, where decoding keeps a worker busy, one worker
             per core is fastest (more share the cores by time slices: 4 workers on 2 cores ran
-            about 5% slower over zstd, up to 25% over raw); over remote stores more workers
-            keep more requests in flight.
+            0-10% slower over zstd and 17-27% slower over raw records, docs/benchmarks.md);
+            over remote stores more workers keep more requests in flight.
         batch_size (int): Global batch size. Defaults to 256.
         prefetch_size (int): Batches ready ahead of the consumer. Defaults to 4.
         mode (int): Sampler mode (``Sampler.Mode``). Defaults to 1 (IID).
