@@ -10,10 +10,11 @@
 //! `loaderx_core::codec::copy_record`).
 //!
 //! Invariants: a buffer is in the pool only while no array refers to it; the pool holds at most
-//! `MAX_BUFFERS` buffers and `MAX_BYTES` bytes of capacity, evicting the buffers given back longest ago to
-//! make room for a new one. Small buffers are pooled too: a fresh one costs `calloc`'s zeroing,
-//! which showed in the profile of 16-record gathers. The pool is only ever `try_lock`ed, so a lock
-//! inherited mid-use across `fork()` costs a fresh allocation, never a deadlock.
+//! `MAX_BUFFERS` buffers and `MAX_BYTES` bytes of capacity, evicting the buffers given back
+//! longest ago to make room for a new one. Small buffers are pooled too: a fresh one costs
+//! `calloc`'s zeroing, which showed in the profile of 16-record gathers. The pool is only ever
+//! `try_lock`ed, so a lock inherited mid-use across `fork()` costs a fresh allocation, never a
+//! deadlock. A buffer's capacity never changes; a recycled one serves any `len` up to it.
 #![allow(unsafe_code)]
 
 use std::sync::Mutex;
