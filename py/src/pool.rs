@@ -46,11 +46,6 @@ impl Buffer {
         Buffer { bytes, start, len, capacity }
     }
 
-    /// Bytes usable from `start` (`len` or more): the size the buffer was made for.
-    fn capacity(&self) -> usize {
-        self.capacity
-    }
-
     /// The usable bytes.
     pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
         &mut self.bytes[self.start..self.start + self.len]
@@ -66,42 +61,37 @@ static POOL: Mutex<Vec<Buffer>> = Mutex::new(Vec::new());
 /// A page-aligned buffer of exactly `len` bytes, recycled when one is free. Its contents are
 /// unspecified.
 pub(crate) fn take(len: usize) -> Buffer {
-    if let Ok(mut pool) = POOL.try_lock() {
-        if let Some(i) = pool.iter().rposition(|b| b.capacity() == len) {
-            let mut buffer = pool.remove(i);
-            buffer.len = len;
-            return buffer;
-        }
-    }
-    Buffer::new(len, len)
+    reuse(len, |capacity| capacity == len).unwrap_or_else(|| Buffer::new(len, len))
 }
 
 /// Like [`take`], for batches whose size varies from call to call (ragged records): a free
 /// buffer with room for `len` bytes and at most twice that is recycled, and a fresh one gets a
 /// quarter more room than asked, so the next, slightly larger batch finds it too.
 pub(crate) fn take_varying(len: usize) -> Buffer {
-    if let Ok(mut pool) = POOL.try_lock() {
-        let fits = |b: &Buffer| b.capacity() >= len && b.capacity() / 2 <= len;
-        if let Some(i) = pool.iter().rposition(fits) {
-            let mut buffer = pool.remove(i);
-            buffer.len = len;
-            return buffer;
-        }
-    }
-    Buffer::new(len, len.saturating_add(len / 4))
+    reuse(len, |capacity| capacity >= len && capacity / 2 <= len)
+        .unwrap_or_else(|| Buffer::new(len, len.saturating_add(len / 4)))
+}
+
+/// The free buffer given back last whose capacity `fits`, set to `len` usable bytes.
+fn reuse(len: usize, fits: impl Fn(usize) -> bool) -> Option<Buffer> {
+    let mut pool = POOL.try_lock().ok()?;
+    let i = pool.iter().rposition(|b| fits(b.capacity))?;
+    let mut buffer = pool.remove(i);
+    buffer.len = len;
+    Some(buffer)
 }
 
 fn give(buffer: Buffer) {
-    let size = buffer.capacity();
+    let size = buffer.capacity;
     if size > MAX_BYTES {
         return;
     }
     if let Ok(mut pool) = POOL.try_lock() {
         // Oldest first out: the sizes a loop uses now come back soonest. (Without eviction, a
         // pool full of one run's sizes made every later, larger batch fault in fresh memory.)
-        let mut held: usize = pool.iter().map(Buffer::capacity).sum();
+        let mut held: usize = pool.iter().map(|b| b.capacity).sum();
         while !pool.is_empty() && (pool.len() >= MAX_BUFFERS || held + size > MAX_BYTES) {
-            held -= pool.remove(0).capacity();
+            held -= pool.remove(0).capacity;
         }
         pool.push(buffer);
     }

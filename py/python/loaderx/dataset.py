@@ -98,7 +98,9 @@ class _Base(Exports):
         return (type(self), (os.fspath(self.path), self._store.storage_options, self._store.cache))
 
     def _idxs(self, idx):
-        """Any supported index as a contiguous uint64 array, bounds-checked."""
+        """Any supported index as a contiguous uint64 array, bounds-checked (by the engine)."""
+        if _engine_ready(idx):  # what samplers and loaders pass; small batches are mostly overhead
+            return idx
         n = len(self)
         if isinstance(idx, slice):
             return np.arange(*idx.indices(n), dtype=np.uint64)
@@ -142,9 +144,7 @@ class DenseDataset(_Base):
     _kind = "dense"
 
     def __getitems__(self, idxs):
-        # Small batches are mostly this call's overhead: engine-ready indices skip conversion.
-        if not _engine_ready(idxs):
-            idxs = self._idxs(idxs)
+        idxs = self._idxs(idxs)
         flat = self._store._s.gather_fixed_new(idxs, self._row_bytes)
         return flat.view(self.dtype).reshape((idxs.size, *self.item_shape))
 
@@ -156,8 +156,7 @@ class RaggedDataset(_Base):
     _kind = "ragged"
 
     def __getitems__(self, idxs):
-        if not _engine_ready(idxs):
-            idxs = self._idxs(idxs)
+        idxs = self._idxs(idxs)
         # One engine call: every length checked against the schema, the records back to back in
         # a recycled buffer. The samples are views into it, cut at Python-int row bounds.
         flat, byte_lens = self._store._s.gather_ragged_new(idxs, self._schema)
