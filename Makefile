@@ -12,21 +12,25 @@ FUZZ_SECONDS ?= 60
 # so the next run is incremental.
 PRUNE = $(if $(LOADERX_CI_PRUNE),rm -rf $(1),true)
 
-.PHONY: soak fuzz-smoke demo test test-ml test-windows setup py-build js-build test-rust test-py test-wheel test-npm dist release-check test-js test-browser test-golden test-viewer viewer bench-viewer lint bench bench-py bench-js crash fixtures-check
+.PHONY: soak fuzz-smoke demo setup-demo test test-tooling test-ml test-windows setup py-build js-build test-rust test-py test-wheel test-npm dist release-check test-js test-browser test-golden test-viewer viewer bench-viewer lint bench bench-py bench-js crash fixtures-check
 
-## The main job: train from the DataLoader, stream an image store, inspect it.
-demo: setup py-build js-build
-	$(CARGO) build --release -j$(JOBS) -p loaderx-native
+## The main job: train from the DataLoader, stream an image store, inspect it. It installs only
+## what it uses (`scripts/setup.sh demo`) and builds only the Python extension, whose `loaderx`
+## command inspects the store.
+demo: setup-demo py-build
 	$(PY) scripts/demo.py --workdir demo-data
-	./target/release/loaderx info demo-data/images_64x64x3
+	$(CURDIR)/.venv/bin/loaderx info demo-data/images_64x64x3
 	@echo
 	@echo "browse it in the viewer: make viewer STORE=demo-data/images_64x64x3   (or: npx --prefix js loaderx-view demo-data/images_64x64x3)"
 
 ## Every test suite, after installing what they need.
-test: setup lint test-rust js-build py-build test-wheel test-ml test-npm test-js test-browser test-golden test-viewer fuzz-smoke fixtures-check test-windows
+test: setup lint test-tooling test-rust js-build py-build test-wheel test-ml test-npm test-js test-browser test-golden test-viewer fuzz-smoke fixtures-check test-windows
 
 setup:
-	./scripts/setup.sh
+	./scripts/setup.sh all
+
+setup-demo:
+	./scripts/setup.sh demo
 
 ## Build the Python extension into .venv (incremental).
 py-build:
@@ -35,6 +39,10 @@ py-build:
 ## The wasm reader, plain and threaded, into js/pkg/ (incremental).
 js-build:
 	JOBS=$(JOBS) ./scripts/build_wasm.sh
+
+## The build scripts' own checks (CARGO_TARGET_DIR, what `make demo` installs).
+test-tooling:
+	$(PY) -m pytest tests/tooling -q -p no:cacheprovider
 
 test-rust:
 	$(CARGO) test -j$(JOBS) -p loaderx-core -p loaderx-native --features loaderx-native/fault-injection
@@ -78,8 +86,8 @@ test-windows:
 	JOBS=$(JOBS) ./scripts/test_windows.sh
 	$(call PRUNE,target/windows)
 
-## The release wheel for this machine (manylinux_2_17 x86_64, abi3), the sdist and the npm
-## tarball, built as `make dist` builds them and checked; the whole pytest suite runs against the
+## The release wheel for this machine (manylinux_2_17 x86_64, abi3), the win_amd64 wheel, the sdist
+## and the npm tarball, built as `make dist` builds them and checked; the whole pytest suite runs against the
 ## wheel in a fresh venv (exporting its stores for test-js); the sdist builds with pip.
 test-wheel:
 	rm -rf $(PY_STORES)

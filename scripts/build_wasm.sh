@@ -7,18 +7,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-2}
 WHICH=${1:-all}
+# cargo puts its output where CARGO_TARGET_DIR says (a common global setting), else in target/.
+TARGET=${CARGO_TARGET_DIR:-target}
 
 if [[ $WHICH == all || $WHICH == plain ]]; then
   cargo build -q -j"$JOBS" --release -p loaderx-wasm --target wasm32-unknown-unknown
-  wasm-bindgen --target web --out-dir js/pkg/web target/wasm32-unknown-unknown/release/loaderx_wasm.wasm
+  wasm-bindgen --target web --out-dir js/pkg/web "$TARGET/wasm32-unknown-unknown/release/loaderx_wasm.wasm"
 fi
 
 if [[ $WHICH == all || $WHICH == threads ]]; then
   # The flags live in this command only (never in .cargo/config.toml), with their own target dir.
   RUSTFLAGS='-C target-feature=+atomics,+bulk-memory,+mutable-globals -C link-arg=--shared-memory -C link-arg=--max-memory=1073741824 -C link-arg=--import-memory -C link-arg=--export=__wasm_init_tls -C link-arg=--export=__tls_size -C link-arg=--export=__tls_align -C link-arg=--export=__tls_base' \
     cargo +nightly build -q -j"$JOBS" --release -p loaderx-wasm --target wasm32-unknown-unknown \
-      -Z build-std=panic_abort,std --target-dir target/threads
-  wasm-bindgen --target web --out-dir js/pkg/threads target/threads/wasm32-unknown-unknown/release/loaderx_wasm.wasm
+      -Z build-std=panic_abort,std --target-dir "$TARGET/threads"
+  wasm-bindgen --target web --out-dir js/pkg/threads "$TARGET/threads/wasm32-unknown-unknown/release/loaderx_wasm.wasm"
 fi
 
 node js/scripts/check_wasm_imports.mjs js/pkg/*/loaderx_wasm_bg.wasm

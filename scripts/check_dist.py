@@ -56,10 +56,20 @@ MANYLINUX_LIBS = {
     "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1",
 }
 MUSL_LIBS = {"libc.so", "libc.musl-x86_64.so.1", "libc.musl-aarch64.so.1"}
+# A Windows wheel may import python3.dll (abi3), the API-set contracts (api-ms-win-*, which
+# Windows resolves itself) and the DLLs that every supported Windows (10, 11, Server 2016 and
+# later) installs in System32: each is the documented home of a Win32 API the Rust standard
+# library or our dependencies call. crypt32 serves the TLS stack of remote reads (the system
+# certificate store); bcryptprimitives serves std's random numbers (ProcessPrng). Runtime DLLs of
+# a toolchain (libgcc_s_seh-1, libstdc++-6, libwinpthread-1, vcruntime140) are not in it: a
+# user's machine need not have them.
+WINDOWS_SYSTEM_DLLS = {
+    "advapi32", "bcrypt", "bcryptprimitives", "crypt32", "iphlpapi", "kernel32", "msvcrt",
+    "ncrypt", "ntdll", "ole32", "oleaut32", "secur32", "shell32", "ucrtbase", "user32", "userenv",
+    "ws2_32",
+}
 WINDOWS_DLLS = re.compile(
-    r"^(kernel32|ntdll|advapi32|bcrypt|bcryptprimitives|userenv|ws2_32|msvcrt|ucrtbase|"
-    r"api-ms-win-[a-z0-9-]+|python3|synchronization|shell32|ole32|oleaut32)\.dll$",
-    re.I,
+    r"^(python3|api-ms-win-[a-z0-9-]+|" + "|".join(sorted(WINDOWS_SYSTEM_DLLS)) + r")\.dll$", re.I
 )
 # macOS ships its libraries in /usr/lib and /System (delocate's rule); anything else
 # (/usr/local, /opt/homebrew, @rpath) would be missing on a user's machine.

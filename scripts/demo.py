@@ -148,7 +148,7 @@ def main():
     steps = 100 if args.quick else args.steps
     accuracy = train(work, steps, 64)
     path = image_stream(work, 4000 if args.quick else 20_000, 50 if args.quick else 200)
-    print(f"\ninspect the stores: ./target/release/loaderx info {path}")
+    print(f"\ninspect the stores: loaderx info {path}   (the command comes with the package)")
     if accuracy < 0.8:
         sys.exit(f"test accuracy {accuracy:.1%} is below 80%: something is wrong")
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The Python package as users get it:
 #   1. the release artifacts for this machine, built as `make dist` builds them: the
-#      manylinux_2_17 x86_64 abi3 wheel (maturin + zig), the sdist and the npm tarball, each
-#      checked by scripts/check_dist.py (tags, glibc symbol versions, links, contents), and
-#      the checker shown to catch broken copies of them (tests/release);
+#      manylinux_2_17 x86_64 abi3 wheel (maturin + zig), the win_amd64 abi3 wheel (mingw-w64),
+#      the sdist and the npm tarball, each checked by scripts/check_dist.py (tags, glibc symbol
+#      versions, links, contents), and the checker shown to catch broken copies of them
+#      (tests/release);
 #   2. the wheel in a fresh venv (.venv-wheel, made anew each run) runs the whole pytest suite,
 #      exporting every store it writes for the JavaScript tests ($LOADERX_EXPORT_STORES);
 #   3. the sdist builds and installs with pip in another fresh venv, and round-trips a store.
@@ -11,7 +12,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIST=$PWD/target/test-dist
-DIST_DIR=$DIST DIST_TARGETS=x86_64-unknown-linux-gnu DIST_FT_TARGETS= ./scripts/dist.sh
+# The win_amd64 wheel too: its link (mingw-w64, Windows' system DLLs) differs most from ours.
+DIST_DIR=$DIST DIST_TARGETS="x86_64-unknown-linux-gnu x86_64-pc-windows-gnu" DIST_FT_TARGETS= ./scripts/dist.sh
 # The checker itself must catch broken artifacts (made from the good ones).
 .venv/bin/python -m pytest tests/release -q -p no:cacheprovider
 

@@ -16,8 +16,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 DIST = REPO / "target" / "test-dist"
 WHEELS = sorted(DIST.glob("loaderx-*-cp39-abi3-manylinux*_x86_64.whl"))
+WIN_WHEELS = sorted(DIST.glob("loaderx-*-cp39-abi3-win_amd64.whl"))
 TARBALLS = sorted(DIST.glob("loaderx-*.tgz"))
-pytestmark = pytest.mark.skipif(not WHEELS or not TARBALLS, reason="run scripts/test_wheel.sh first")
+# scripts/test_wheel.sh builds these artifacts first; without them the suite fails, never skips.
+assert WHEELS and WIN_WHEELS and TARBALLS, f"run scripts/test_wheel.sh first: {DIST} lacks the wheels or the tarball"
 
 
 def check(folder):
@@ -37,6 +39,7 @@ def rewrite_zip(src, dst, drop=(), rename=None):
 
 def test_the_good_artifacts_pass(tmp_path):
     shutil.copy(WHEELS[0], tmp_path)
+    shutil.copy(WIN_WHEELS[0], tmp_path)
     shutil.copy(TARBALLS[0], tmp_path)
     r = check(tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -84,3 +87,27 @@ def test_an_npm_tarball_with_tests_or_without_the_threaded_build_fails(tmp_path)
         r = check(out)
         assert r.returncode != 0, case
         assert ("test/store.test.mjs" in r.stderr) if case == "tests" else ("pkg/threads" in r.stderr), r.stderr
+
+
+def test_the_windows_wheel_imports_only_system_dlls_and_a_toolchain_dll_fails(tmp_path):
+    """The win_amd64 wheel (linked by mingw-w64, with the TLS stack of remote reads) passes, and
+    the same wheel importing a toolchain runtime DLL in place of one of its system DLLs fails,
+    naming it."""
+    module = "loaderx/_loaderx.pyd"
+    with zipfile.ZipFile(WIN_WHEELS[0]) as z:
+        data = z.read(module)
+    # Swap one imported system DLL's name for a mingw runtime DLL's name of the same length.
+    for system, runtime in ((b"KERNEL32.dll", b"libgcc_s.dll"), (b"kernel32.dll", b"libgcc_s.dll"),
+                            (b"CRYPT32.dll", b"libssp0.dll"), (b"crypt32.dll", b"libssp0.dll")):
+        if system in data:
+            break
+    else:
+        pytest.fail("the Windows module imports neither kernel32.dll nor crypt32.dll")
+    broken = data.replace(system, runtime, 1)
+    out = tmp_path / "broken"
+    out.mkdir()
+    with zipfile.ZipFile(WIN_WHEELS[0]) as zin, zipfile.ZipFile(out / WIN_WHEELS[0].name, "w", zipfile.ZIP_DEFLATED) as zout:
+        for item in zin.infolist():
+            zout.writestr(item, broken if item.filename == module else zin.read(item.filename))
+    r = check(out)
+    assert r.returncode != 0 and runtime.decode() in r.stderr and "outside the system set" in r.stderr, r.stderr

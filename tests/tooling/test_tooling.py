@@ -1,0 +1,60 @@
+"""The build scripts serve a new user's machine: they read cargo's output where cargo put it
+(CARGO_TARGET_DIR, a common global setting, else target/), and `make demo` installs and builds
+only what the demo uses.
+
+Run: .venv/bin/python -m pytest tests/tooling -q   (make test-tooling)
+"""
+
+import re
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+# A path into cargo's output that does not come from a variable: `target/release/...`,
+# `target/wasm32-unknown-unknown/...`, `target/x86_64-.../...`, not `$TARGET/release` or
+# `$(TARGET_DIR)/release`.
+LITERAL_CARGO_OUTPUT = re.compile(r"(?<![\w$}/.)-])target/(release|debug|wasm32-|x86_64-|aarch64-)")
+
+
+def _scripts():
+    folders = [REPO / "scripts", REPO / "js" / "scripts", REPO / "tests" / "golden"]
+    files = [REPO / "Makefile"]
+    for folder in folders:
+        files += [p for p in sorted(folder.rglob("*")) if p.is_file() and p.suffix in {".sh", ".py", ".mjs", ".js", ""}]
+    return files
+
+
+def test_scripts_read_cargo_output_where_cargo_target_dir_puts_it():
+    offenders = []
+    for path in _scripts():
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if LITERAL_CARGO_OUTPUT.search(line):
+                offenders.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
+    assert len(_scripts()) > 10  # the scan saw the scripts
+    assert not offenders, "cargo output read from a fixed target/ path:\n" + "\n".join(offenders)
+
+
+def _plan(profile):
+    out = subprocess.run(["bash", REPO / "scripts" / "setup.sh", "--plan", profile],
+                         capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+def test_the_demo_installs_only_what_the_demo_uses():
+    demo, everything = _plan("demo"), _plan("all")
+    assert demo == ["venv_demo"], demo
+    # what the tests need and the demo does not
+    for step in ("apt", "wasm_targets", "wasm_bindgen", "npm", "reference", "mypy", "azurite", "venv_ml"):
+        assert step in everything and step not in demo, step
+    # `make demo` runs the demo profile and builds only the Python extension: no full setup, no
+    # wasm build, no separate native build.
+    dry = subprocess.run(["make", "-n", "-C", REPO, "demo"], capture_output=True, text=True, check=True).stdout
+    assert "setup.sh demo" in dry, dry
+    assert "setup.sh all" not in dry and "build_wasm" not in dry and "cargo build" not in dry, dry
+    assert "maturin develop" in dry and "scripts/demo.py" in dry, dry
+
+
+def test_an_unknown_setup_profile_is_refused():
+    r = subprocess.run(["bash", REPO / "scripts" / "setup.sh", "--plan", "everything"], capture_output=True, text=True)
+    assert r.returncode == 2 and "unknown profile 'everything'" in r.stderr, r.stderr
