@@ -11,12 +11,18 @@ The Rust extension maps each kind of error to its class in one ``match`` (``py/s
 the numeric codes come from the same place, through :data:`CODES`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from . import _loaderx
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
 #: ``{kind: code}``: the reference's numeric error code of each kind of failure, from the one
 #: table in ``loaderx_core::error::ErrorKind`` (never written out here).
-CODES = dict(_loaderx.ERROR_CODES)
+CODES: dict[str, int] = dict(_loaderx.ERROR_CODES)
 
 
 class ZrecordError(RuntimeError):
@@ -25,9 +31,17 @@ class ZrecordError(RuntimeError):
     each is None when it does not apply."""
 
     #: The kind of failure (a key of :data:`CODES`); None for the base class.
-    kind = None
+    kind: ClassVar[str | None] = None
 
-    def __init__(self, code, message=None, *, file=None, offset=None, index=None):
+    def __init__(
+        self,
+        code: int,
+        message: str | None = None,
+        *,
+        file: str | None = None,
+        offset: int | None = None,
+        index: int | None = None,
+    ) -> None:
         super().__init__(message if message is not None else f"zrecord error {code}")
         self.code = code
         self.file = file
@@ -35,16 +49,16 @@ class ZrecordError(RuntimeError):
         self.index = index
 
     @classmethod
-    def new(cls, message, **fields):
+    def new(cls, message: str, **fields: Any) -> Self:
         """An error of this class with its kind's code."""
-        return cls(CODES[cls.kind], message, **fields)
+        return cls(CODES[cls.kind], message, **fields)  # type: ignore[index]  # None only on the base class
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         fields = {"file": self.file, "offset": self.offset, "index": self.index}
         return (_rebuild, (type(self), self.code, str(self), fields))
 
 
-def _rebuild(cls, code, message, fields):
+def _rebuild(cls: type[ZrecordError], code: int, message: str, fields: dict[str, Any]) -> ZrecordError:
     return cls(code, message, **fields)
 
 
