@@ -23,10 +23,19 @@ store: the inverse of the mapping above, plus ``list`` and ``binary``/``string``
 offsets. Any other type is an error naming the column.
 """
 
+from __future__ import annotations
+
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Tuple, cast
 
 import numpy as np
+import numpy.typing as npt
+
+#: ``(kind, dtype, item_shape)``: how a column's records are stored.
+_Plan = Tuple[str, "np.dtype[Any]", Tuple[int, ...]]
+#: Makes one Arrow array of ``n`` rows from the rows' flat values.
+_MakeRows = Callable[["npt.NDArray[Any]", int], Any]
 
 __all__ = ["reader", "arrow_source", "column_plan", "column_records"]
 
@@ -34,7 +43,7 @@ BATCH_BYTES = 16 << 20
 _BYTES = "bytes"  # the kind of a column of byte strings
 
 
-def _pa():
+def _pa() -> Any:
     try:
         import pyarrow as pa
     except ImportError:
@@ -49,18 +58,22 @@ def _pa():
 class Exports:
     """What datasets and Zrecord share: Arrow export of their records."""
 
-    def arrow_reader(self, batch_bytes=BATCH_BYTES, column="data"):
+    if TYPE_CHECKING:
+
+        def __len__(self) -> int: ...
+
+    def arrow_reader(self, batch_bytes: int = BATCH_BYTES, column: str = "data") -> Any:
         """The records as a ``pyarrow.RecordBatchReader`` of one column, streamed in batches of
         about ``batch_bytes`` (see :mod:`loaderx.arrow` for the types)."""
         return reader(self, batch_bytes, column)
 
-    def __arrow_c_stream__(self, requested_schema=None):
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
         """The Arrow PyCapsule stream of :meth:`arrow_reader`: ``pyarrow.table(ds)``,
         ``polars.DataFrame(ds)`` and DuckDB read the records directly."""
         return self.arrow_reader().__arrow_c_stream__(requested_schema)
 
 
-def _spec(ds):
+def _spec(ds: Any) -> _Plan:
     """(kind, dtype, item_shape) of a dataset or a Zrecord: kind is dense, ragged or bytes."""
     schema = getattr(ds, "_schema", None)
     if schema is None:  # a Zrecord: its records are byte strings unless a schema says more
@@ -75,7 +88,7 @@ def _spec(ds):
     return kind, dtype, shape
 
 
-def _row_type(pa, dtype, shape):
+def _row_type(pa: Any, dtype: np.dtype[Any], shape: tuple[int, ...]) -> tuple[Any, _MakeRows]:
     """The Arrow type of one dense row, and a function making that array from the rows'
     values (a flat NumPy array of ``n * prod(shape)`` items)."""
     prim = pa.from_numpy_dtype(dtype)
@@ -87,7 +100,7 @@ def _row_type(pa, dtype, shape):
         return fsl, lambda flat, n: pa.FixedSizeListArray.from_arrays(pa.array(flat, type=prim), size)
     tensor = pa.fixed_shape_tensor(prim, list(shape))
 
-    def make(flat, n):
+    def make(flat: npt.NDArray[Any], n: int) -> Any:
         storage = pa.FixedSizeListArray.from_arrays(pa.array(flat, type=prim), size)
         return pa.ExtensionArray.from_storage(tensor, storage)
 
@@ -97,7 +110,7 @@ def _row_type(pa, dtype, shape):
 class _Column:
     """How one dataset becomes batches of one Arrow column."""
 
-    def __init__(self, pa, ds):
+    def __init__(self, pa: Any, ds: Any) -> None:
         self.ds = ds
         self.kind, self.dtype, self.shape = _spec(ds)
         self.row_bytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
@@ -107,21 +120,21 @@ class _Column:
             row_type, self.make_rows = _row_type(pa, self.dtype, self.shape)
             self.type = row_type if self.kind == "dense" else pa.large_list(row_type)
 
-    def record_bytes(self, n):
+    def record_bytes(self, n: int) -> int:
         """Mean bytes per record, from up to the first 1024 records."""
         if self.kind == "dense":
             return self.row_bytes
         k = min(n, 1024)
         return max(1, int(self._lengths(np.arange(k, dtype=np.uint64)).mean())) if k else 1
 
-    def _store(self):
+    def _store(self) -> Any:
         """The Zrecord (or a manifest's records) under a dataset; a Zrecord is its own."""
         return self.ds._store if hasattr(self.ds, "_schema") else self.ds
 
-    def _lengths(self, idxs):
+    def _lengths(self, idxs: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
         return np.asarray(self._store()._s.lengths(idxs), dtype=np.int64)
 
-    def batch(self, pa, start, stop):
+    def batch(self, pa: Any, start: int, stop: int) -> Any:
         idxs = np.arange(start, stop, dtype=np.uint64)
         n = stop - start
         if self.kind == "dense":
@@ -139,7 +152,13 @@ class _Column:
         return pa.LargeListArray.from_arrays(pa.array(offsets // self.row_bytes, type=pa.int64()), rows)
 
 
-def reader(data, batch_bytes=BATCH_BYTES, column="data", start=0, stop=None):
+def reader(
+    data: Exports | Dict[str, Exports],
+    batch_bytes: int = BATCH_BYTES,
+    column: str = "data",
+    start: int = 0,
+    stop: int | None = None,
+) -> Any:
     """A ``pyarrow.RecordBatchReader`` over ``data``: a dataset (``DenseDataset``,
     ``RaggedDataset``, a manifest's, or a ``Zrecord``) as one column named ``column``, or a dict
     ``{name: dataset}`` of equal lengths as one column each, in record order; records
@@ -152,7 +171,7 @@ class _Export:
     """The Arrow view of ``data`` (as :func:`reader` takes it): its schema, length and mean
     bytes per record, worked out once, and its record batches over any range."""
 
-    def __init__(self, data, batch_bytes, column="data"):
+    def __init__(self, data: Exports | Dict[str, Exports], batch_bytes: int, column: str = "data") -> None:
         pa = _pa()
         streams = dict(data) if isinstance(data, dict) else {column: data}
         if not streams:
@@ -170,14 +189,14 @@ class _Export:
             fields.append(pa.field(name, c.type, nullable=False, metadata=meta))
         self.schema = pa.schema(fields)
 
-    def batches(self, start=0, stop=None):
+    def batches(self, start: int = 0, stop: int | None = None) -> Iterator[Any]:
         """A generator of the record batches over ``[start, stop)``."""
         pa, n = _pa(), self.length
         stop = n if stop is None else int(stop)
         if not 0 <= int(start) <= stop <= n:
             raise IndexError(f"records {start}..{stop} are not within 0..{n}")
 
-        def batches():
+        def batches() -> Iterator[Any]:
             for lo in range(int(start), stop, self.step):
                 hi = min(stop, lo + self.step)
                 yield pa.record_batch([c.batch(pa, lo, hi) for c in self.columns.values()], schema=self.schema)
@@ -189,7 +208,7 @@ class _Export:
 # In
 
 
-def arrow_source(data, column=None):
+def arrow_source(data: Any, column: str | None = None) -> tuple[str, Any, int | None, Iterator[Any]]:
     """``(name, field, rows or None, iterator of that column's arrays)`` for ``data`` (see the
     module doc); ``column`` picks one of several columns."""
     pa = _pa()
@@ -229,7 +248,7 @@ def arrow_source(data, column=None):
     return name, field, rows, (b.column(index) for b in data)
 
 
-def _pick(schema, column):
+def _pick(schema: Any, column: str | None) -> tuple[str, Any]:
     names = list(schema.names)
     if column is None:
         if len(names) != 1:
@@ -240,19 +259,19 @@ def _pick(schema, column):
     return column, schema.field(column)
 
 
-def column_plan(name, field):
+def column_plan(name: str, field: Any) -> _Plan:
     """``(kind, dtype, item_shape)`` for an Arrow field: what store its column becomes. An
     unsupported type raises ``TypeError`` naming the column."""
     pa = _pa()
     t = field.type
 
-    def bad(why=""):
+    def bad(why: str = "") -> TypeError:
         return TypeError(
             f"column {name!r} has Arrow type {t}, which no store holds{why}: use primitive numbers or bools, "
             "fixed-size lists or fixed-shape tensors of them (dense), lists of those (ragged), or binary/string (bytes)"
         )
 
-    def dense(u):
+    def dense(u: Any) -> tuple[np.dtype[Any], tuple[int, ...]] | None:
         """(dtype, item_shape) of a dense row type, or None."""
         shape = []
         if isinstance(u, pa.BaseExtensionType) and u.extension_name == "arrow.fixed_shape_tensor":
@@ -278,7 +297,9 @@ def column_plan(name, field):
     raise bad()
 
 
-def column_records(pa, name, kind, dtype, shape, arr, first_row):
+def column_records(
+    pa: Any, name: str, kind: str, dtype: np.dtype[Any], shape: tuple[int, ...], arr: Any, first_row: int
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint64]]:
     """The records of one Arrow array as ``(flat bytes, record offsets)`` for an append; nulls
     and empty records are errors naming the column and the row."""
     if arr.null_count:
@@ -309,7 +330,7 @@ def column_records(pa, name, kind, dtype, shape, arr, first_row):
     return data, offs[:-1].astype(np.uint64)
 
 
-def _dense_values(pa, name, arr):
+def _dense_values(pa: Any, name: str, arr: Any) -> npt.NDArray[Any]:
     """The flat NumPy values of an array of dense rows (fixed-size lists unwrapped, slices kept),
     without a copy where the buffer allows it; a null anywhere inside is an error naming the
     column."""
@@ -323,6 +344,6 @@ def _dense_values(pa, name, arr):
         size = arr.type.list_size
         arr = arr.values.slice(arr.offset * size, len(arr) * size)  # flatten() copies; a slice does not
     if pa.types.is_boolean(arr.type):
-        return arr.to_numpy(zero_copy_only=False)  # Arrow packs bools into bits
+        return cast("npt.NDArray[Any]", arr.to_numpy(zero_copy_only=False))  # Arrow packs bools into bits
     dtype = np.dtype(arr.type.to_pandas_dtype())
     return np.frombuffer(arr.buffers()[1], dtype=dtype)[arr.offset : arr.offset + len(arr)]
