@@ -27,13 +27,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Tuple, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Tuple, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
 
 #: ``(kind, dtype, item_shape)``: how a column's records are stored.
 _Plan = Tuple[str, "np.dtype[Any]", Tuple[int, ...]]
+#: A dataset or Zrecord (see :class:`Exports`).
+_E = TypeVar("_E", bound="Exports")
 #: Makes one Arrow array of ``n`` rows from the rows' flat values.
 _MakeRows = Callable[["npt.NDArray[Any]", int], Any]
 
@@ -153,7 +155,7 @@ class _Column:
 
 
 def reader(
-    data: Exports | Dict[str, Exports],
+    data: Exports | Dict[str, _E],
     batch_bytes: int = BATCH_BYTES,
     column: str = "data",
     start: int = 0,
@@ -171,7 +173,7 @@ class _Export:
     """The Arrow view of ``data`` (as :func:`reader` takes it): its schema, length and mean
     bytes per record, worked out once, and its record batches over any range."""
 
-    def __init__(self, data: Exports | Dict[str, Exports], batch_bytes: int, column: str = "data") -> None:
+    def __init__(self, data: Exports | Dict[str, _E], batch_bytes: int, column: str = "data") -> None:
         pa = _pa()
         streams = dict(data) if isinstance(data, dict) else {column: data}
         if not streams:
