@@ -1,102 +1,150 @@
 #!/usr/bin/env bash
-# Installs what the build and the tests need, skipping whatever is already there, so a second
-# run costs seconds. Safe to run on a fresh machine of this kind (Debian 12, rustup, Python 3.11).
+# Installs what a make target needs, skipping whatever is already there, so a second run costs
+# seconds. Safe to run on a fresh machine of this kind (Debian 12, rustup, Python 3.11).
+#
+#   scripts/setup.sh demo            what `make demo` needs (the steps in STEPS_demo)
+#   scripts/setup.sh [all]           what `make test` needs (the steps in STEPS_all)
+#   scripts/setup.sh --plan PROFILE  prints the steps PROFILE runs, one a line; installs nothing
+#
+# Each step is a function below that checks before it installs; a profile is a list of steps.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+STEPS_demo="venv_demo"
+STEPS_all="venv_demo apt wasm_targets wasm_bindgen npm reference venv_test mypy azurite venv_ml"
 
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO="sudo"; fi
 
-# clang builds zstd for wasm32 (gcc would leave env.* imports in the .wasm); chromium runs the
-# browser tests; node/npm run the js package.
-APT=()
-command -v clang >/dev/null || APT+=(clang llvm)
-command -v chromium >/dev/null || APT+=(chromium)
-command -v npm >/dev/null || APT+=(nodejs npm)
-command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || APT+=(nginx-light)
-if [ ${#APT[@]} -gt 0 ]; then
-  echo "setup: installing ${APT[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${APT[@]}" >/dev/null
-fi
+# The project's venv with what the build and the demo need: maturin builds the extension, the
+# demo converts scikit-learn's digits and shows tqdm progress bars.
+venv_demo() {
+  local deps="maturin numpy tqdm scikit-learn"
+  if ! .venv/bin/python -c "import maturin, numpy, tqdm, sklearn" 2>/dev/null; then
+    echo "setup: installing into .venv: $deps"
+    [ -x .venv/bin/python ] || python3 -m venv .venv
+    .venv/bin/pip install -q -U pip
+    .venv/bin/pip install -q $deps
+  fi
+}
 
-if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
-  echo "setup: adding the wasm32-unknown-unknown target"
-  rustup target add wasm32-unknown-unknown
-fi
-# The threaded wasm build: nightly with rust-src (-Z build-std) and the wasm32 target.
-if ! rustup toolchain list | grep -q '^nightly'; then
-  echo "setup: installing the nightly toolchain"
-  rustup toolchain install nightly --profile minimal
-fi
-if ! rustup +nightly component list --installed | grep -q '^rust-src'; then
-  echo "setup: adding rust-src to nightly"
-  rustup component add rust-src --toolchain nightly
-fi
-if ! rustup +nightly target list --installed | grep -qx wasm32-unknown-unknown; then
-  echo "setup: adding wasm32-unknown-unknown to nightly"
-  rustup target add wasm32-unknown-unknown --toolchain nightly
-fi
+# clang builds zstd for wasm32 (gcc would leave env.* imports in the .wasm); chromium runs the
+# browser tests; node/npm run the js package; nginx serves stores in the HTTP tests.
+apt() {
+  local pkgs=()
+  command -v clang >/dev/null || pkgs+=(clang llvm)
+  command -v chromium >/dev/null || pkgs+=(chromium)
+  command -v npm >/dev/null || pkgs+=(nodejs npm)
+  command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || pkgs+=(nginx-light)
+  if [ ${#pkgs[@]} -gt 0 ]; then
+    echo "setup: installing ${pkgs[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${pkgs[@]}" >/dev/null
+  fi
+}
+
+# The plain wasm build (stable) and the threaded one (nightly with rust-src for -Z build-std).
+wasm_targets() {
+  if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+    echo "setup: adding the wasm32-unknown-unknown target"
+    rustup target add wasm32-unknown-unknown
+  fi
+  if ! rustup toolchain list | grep -q '^nightly'; then
+    echo "setup: installing the nightly toolchain"
+    rustup toolchain install nightly --profile minimal
+  fi
+  if ! rustup +nightly component list --installed | grep -q '^rust-src'; then
+    echo "setup: adding rust-src to nightly"
+    rustup component add rust-src --toolchain nightly
+  fi
+  if ! rustup +nightly target list --installed | grep -qx wasm32-unknown-unknown; then
+    echo "setup: adding wasm32-unknown-unknown to nightly"
+    rustup target add wasm32-unknown-unknown --toolchain nightly
+  fi
+}
+
 # wasm-bindgen-cli must match the crate's pinned wasm-bindgen (=0.2.130); --locked fails.
-if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen 0.2.130" ]; then
-  echo "setup: installing wasm-bindgen-cli 0.2.130 (about 4 minutes)"
-  cargo install -q wasm-bindgen-cli --version 0.2.130
-fi
-# The js package's dev dependencies (playwright-core drives Debian's chromium, no browser download;
-# fast-check runs the bad-input property tests).
-# publint and @arethetypeswrong/cli check the packed tarball.
-if [ ! -d js/node_modules/playwright-core ] || [ ! -d js/node_modules/fast-check ] ||
-   [ ! -d js/node_modules/publint ] || [ ! -d js/node_modules/@arethetypeswrong/cli ]; then
-  echo "setup: npm ci in js/"
-  (cd js && npm ci --no-audit --no-fund --silent)
-fi
+wasm_bindgen() {
+  if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen 0.2.130" ]; then
+    echo "setup: installing wasm-bindgen-cli 0.2.130 (about 4 minutes)"
+    cargo install -q wasm-bindgen-cli --version 0.2.130
+  fi
+}
+
+# The js package's dev dependencies (playwright-core drives Debian's chromium, no browser
+# download; fast-check, publint, @arethetypeswrong/cli, typescript), again whenever the lockfile
+# is newer than node_modules' own record.
+npm() {
+  if [ ! -d js/node_modules/playwright-core ] || [ ! -d js/node_modules/typescript ] ||
+     [ js/package-lock.json -nt js/node_modules/.package-lock.json ]; then
+    echo "setup: npm ci in js/"
+    (cd js && command npm ci --no-audit --no-fund --silent)
+  fi
+}
 
 # The reference implementation, in its own venv, for the interop tests.
-if ! .venv-ref/bin/python -c "import loaderx, numpy" 2>/dev/null; then
-  echo "setup: installing the reference loaderx 0.9.11 into .venv-ref"
-  python3 -m venv .venv-ref
-  .venv-ref/bin/pip install -q loaderx==0.9.11 numpy msgpack cffi
-fi
-# The project's own venv: build tools (maturin; zig from PyPI links the wheels of every
-# platform), the artifact checker's parsers (ELF, Mach-O, PE), test and demo dependencies.
-PY_DEPS="maturin ziglang pyelftools macholib pefile numpy msgpack pytest hypothesis tqdm scikit-learn moto[server] boto3 azure-storage-blob pyarrow polars duckdb datasets"
-if ! .venv/bin/python -c "import maturin, ziglang, elftools, macholib, pefile, numpy, msgpack, pytest, tqdm, sklearn, hypothesis, moto, boto3, azure.storage.blob, pyarrow, polars, duckdb, datasets" 2>/dev/null; then
-  echo "setup: installing into .venv: $PY_DEPS"
-  [ -x .venv/bin/python ] || python3 -m venv .venv
-  .venv/bin/pip install -q -U pip
-  .venv/bin/pip install -q $PY_DEPS
-fi
-# mypy's stubtest checks py/python/loaderx/_loaderx.pyi against the built extension (`make lint`).
-# Pinned: a newer mypy may add checks, and the lint gate should change only when this line does.
-MYPY_VERSION=2.4.1
-if [ "$(.venv/bin/python -c 'import mypy.stubtest, mypy.version; print(mypy.version.__version__)' 2>/dev/null)" != "$MYPY_VERSION" ]; then
-  echo "setup: installing mypy $MYPY_VERSION into .venv"
-  .venv/bin/pip install -q "mypy==$MYPY_VERSION"
-fi
-# js/ dev dependencies added since the install above (typescript for `npm run typecheck` in
-# `make lint`, ...): npm ci again whenever the lockfile is newer than node_modules' own record.
-if [ ! -d js/node_modules/typescript ] || [ js/package-lock.json -nt js/node_modules/.package-lock.json ]; then
-  echo "setup: npm ci in js/ (package-lock.json changed)"
-  (cd js && npm ci --no-audit --no-fund --silent)
-fi
+reference() {
+  if ! .venv-ref/bin/python -c "import loaderx, numpy" 2>/dev/null; then
+    echo "setup: installing the reference loaderx 0.9.11 into .venv-ref"
+    python3 -m venv .venv-ref
+    .venv-ref/bin/pip install -q loaderx==0.9.11 numpy msgpack cffi
+  fi
+}
+
+# The test tools in the project's venv: zig from PyPI links the wheels of every platform, the
+# artifact checker parses ELF, Mach-O and PE, and the suites' own dependencies.
+venv_test() {
+  local deps="ziglang pyelftools macholib pefile msgpack pytest hypothesis moto[server] boto3 azure-storage-blob pyarrow polars duckdb datasets"
+  if ! .venv/bin/python -c "import ziglang, elftools, macholib, pefile, msgpack, pytest, hypothesis, moto, boto3, azure.storage.blob, pyarrow, polars, duckdb, datasets" 2>/dev/null; then
+    echo "setup: installing into .venv: $deps"
+    .venv/bin/pip install -q $deps
+  fi
+}
+
+# mypy for `make lint` (stubtest and strict mode). Pinned: a newer mypy may add checks, and the
+# lint gate should change only when this line does.
+mypy() {
+  local version=2.4.1
+  if [ "$(.venv/bin/python -c 'import mypy.stubtest, mypy.version; print(mypy.version.__version__)' 2>/dev/null)" != "$version" ]; then
+    echo "setup: installing mypy $version into .venv"
+    .venv/bin/pip install -q "mypy==$version"
+  fi
+}
+
 # Azurite (Microsoft's Azure Storage emulator, from npm) for the az:// tests, kept outside the
 # repository so a fresh clone on this machine reuses it. Pinned like the other tools.
-AZURITE_DIR=$HOME/.cache/loaderx-tools/azurite
-if [ ! -x "$AZURITE_DIR/node_modules/.bin/azurite-blob" ]; then
-  echo "setup: installing azurite 3.37.0 into $AZURITE_DIR"
-  mkdir -p "$AZURITE_DIR"
-  (cd "$AZURITE_DIR" && npm install --no-audit --no-fund --silent azurite@3.37.0)
-fi
+azurite() {
+  local dir=$HOME/.cache/loaderx-tools/azurite
+  if [ ! -x "$dir/node_modules/.bin/azurite-blob" ]; then
+    echo "setup: installing azurite 3.37.0 into $dir"
+    mkdir -p "$dir"
+    (cd "$dir" && command npm install --no-audit --no-fund --silent azurite@3.37.0)
+  fi
+}
+
 # torch, torchdata, JAX (CPU), optax and Ray Data for loaderx.torch, loaderx.jax, loaderx.ray and
 # the examples (make test-ml): about 7 GB with torch's CUDA wheels from PyPI, so in one venv
-# outside the repository that every later run and fresh clone on this machine reuses. Pinned like
-# the other tools.
-ML_VENV=${LOADERX_ML_VENV:-$HOME/.cache/loaderx-tools/venv-ml}
-ML_DEPS="torch==2.15.0 torchdata==0.11.0 jax[cpu]==0.10.2 optax==0.2.8 ray[data]==2.60.0 pyarrow==26.0.1 datasets numpy==2.4.6 scikit-learn==1.9.1 pytest hypothesis maturin"
-if ! "$ML_VENV/bin/python" -c "import torch, torchdata.stateful_dataloader, jax, optax, ray.data, pyarrow, datasets, sklearn, pytest, hypothesis, maturin" 2>/dev/null; then
-  echo "setup: installing torch, torchdata, jax[cpu], optax and Ray into $ML_VENV (about 2 minutes)"
-  [ -x "$ML_VENV/bin/python" ] || python3 -m venv "$ML_VENV"
-  "$ML_VENV/bin/pip" install -q -U pip
-  "$ML_VENV/bin/pip" install -q $ML_DEPS
-fi
-echo "setup: ok"
+# outside the repository that every later run and fresh clone on this machine reuses.
+venv_ml() {
+  local venv=${LOADERX_ML_VENV:-$HOME/.cache/loaderx-tools/venv-ml}
+  local deps="torch==2.15.0 torchdata==0.11.0 jax[cpu]==0.10.2 optax==0.2.8 ray[data]==2.60.0 pyarrow==26.0.1 datasets numpy==2.4.6 scikit-learn==1.9.1 pytest hypothesis maturin"
+  if ! "$venv/bin/python" -c "import torch, torchdata.stateful_dataloader, jax, optax, ray.data, pyarrow, datasets, sklearn, pytest, hypothesis, maturin" 2>/dev/null; then
+    echo "setup: installing torch, torchdata, jax[cpu], optax and Ray into $venv (about 2 minutes)"
+    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+    "$venv/bin/pip" install -q -U pip
+    "$venv/bin/pip" install -q $deps
+  fi
+}
+
+plan=0
+if [ "${1:-}" = --plan ]; then plan=1; shift; fi
+profile=${1:-all}
+case $profile in
+  demo) steps=$STEPS_demo ;;
+  all) steps=$STEPS_all ;;
+  *) echo "setup: unknown profile '$profile' (expected: demo or all)" >&2; exit 2 ;;
+esac
+for step in $steps; do
+  if [ $plan = 1 ]; then echo "$step"; else "$step"; fi
+done
+[ $plan = 1 ] || echo "setup: ok ($profile)"
