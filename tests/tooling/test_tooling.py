@@ -11,10 +11,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
-# A path into cargo's output that does not come from a variable: `target/release/...`,
-# `target/wasm32-unknown-unknown/...`, `target/x86_64-.../...`, not `$TARGET/release` or
-# `$(TARGET_DIR)/release`.
-LITERAL_CARGO_OUTPUT = re.compile(r"(?<![\w$}/.)-])target/(release|debug|wasm32-|x86_64-|aarch64-)")
+# A fixed path into cargo's default output dir: `./target/release/...`, `$(CURDIR)/target/debug/...`,
+# `target/wasm32-unknown-unknown/...`; not `$TARGET/release` (from CARGO_TARGET_DIR) nor an
+# explicit `--target-dir target/threads`.
+LITERAL_CARGO_OUTPUT = re.compile(r"(?<![\w-])target/(release|debug|wasm32-|x86_64-|aarch64-)")
 
 
 def _scripts():
