@@ -3,8 +3,8 @@
 Pins: the Quick Start of the reference README (SEED.md: two dense streams converted from
 mmapped .npy files, a DataLoader with a transform, 256+ steps, every batch row-aligned across
 streams), the "Records" examples (dense gather, ragged from_iterator + pad, the collate
-transform), and every ```python block of the repository README.md, each run in a fresh
-directory in its own interpreter.
+transform), and every ```python block of the repository README.md, run in order in one
+directory (only blocks tagged ```python network, which need a bucket, are left out).
 """
 
 import re
@@ -160,21 +160,41 @@ def test_readme_block_extraction_sees_every_python_fence():
     ]
 
 
-@pytest.mark.parametrize("index", range(max(1, len(_BLOCKS))), ids=[f"block{i}" for i in range(max(1, len(_BLOCKS)))])
-def test_readme_python_block_runs(index, tmp_path):
-    if not _BLOCKS:
-        # No python blocks yet: nothing to run, but never a silent skip.
-        assert README.is_file() and index == 0
-        return
-    block = _BLOCKS[index]
-    if needs_ml(block):
-        # torch and JAX are not in this venv: py/tests_ml/test_readme_ml.py runs this block in
-        # the venv that has them (make test-ml), with this same extractor.
-        assert (REPO / "py/tests_ml/test_readme_ml.py").is_file()
-        return
-    script = tmp_path / "snippet.py"
-    script.write_text(block)
-    proc = run_python(OUR_PYTHON, [script], cwd=tmp_path, timeout=120, check=False)
-    assert proc.returncode == 0, (
-        f"README.md python block {index} failed (exit {proc.returncode}):\n{block}\n--- stderr\n{proc.stderr[-6000:]}"
-    )
+def _fences(text):
+    """``(tags, code)`` of every fenced block whose info string starts with python/py/python3."""
+    return [
+        ((m.group(2) or "").split(), m.group(3))
+        for m in re.finditer(r"^```[ \t]*(python3?|py)([ \t][^\n]*)?\n(.*?)^```", text, re.M | re.S)
+    ]
+
+
+def test_only_the_network_blocks_are_left_out():
+    """A block the in-order run leaves out is tagged ``python network`` (it needs a bucket or a
+    server), and it is the only tag: every other python block runs below."""
+    tagged = [(tags, code) for tags, code in _fences(_README_TEXT) if tags]
+    assert all(tags == ["network"] for tags, _ in tagged), [tags for tags, _ in tagged]
+    assert len(tagged) == 1 and "s3://" in tagged[0][1]
+    assert len(_fences(_README_TEXT)) == len(_BLOCKS) + len(tagged)
+
+
+def test_readme_python_blocks_run_in_order_in_one_directory(tmp_path):
+    """Every python block of README.md, in order, in one directory: a reader who pastes them one
+    after another into files and runs them there gets no error (one interpreter per block, as a
+    reader runs them; blocks for torch, JAX and Ray run in py/tests_ml)."""
+    assert _BLOCKS, "README.md has no python blocks"
+    ran = 0
+    for index, block in enumerate(_BLOCKS):
+        if needs_ml(block):
+            # torch, JAX and Ray are not in this venv: py/tests_ml/test_readme_ml.py runs these
+            # blocks in the venv that has them (make test-ml), with this same extractor.
+            assert (REPO / "py/tests_ml/test_readme_ml.py").is_file()
+            continue
+        script = tmp_path / f"readme_block_{index}.py"
+        script.write_text(block)
+        proc = run_python(OUR_PYTHON, [script], cwd=tmp_path, timeout=120, check=False)
+        assert proc.returncode == 0, (
+            f"README.md python block {index} failed (exit {proc.returncode}) after blocks 0..{index - 1} ran in "
+            f"the same directory:\n{block}\n--- stderr\n{proc.stderr[-6000:]}"
+        )
+        ran += 1
+    assert ran >= 5

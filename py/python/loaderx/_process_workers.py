@@ -33,9 +33,11 @@ Design:
   consumer still holds.
 * **Spawn, not fork.** Workers are fresh interpreters started with ``subprocess`` (safe when the
   parent runs threads). They get ``multiprocessing``'s preparation data, so, as under the
-  'spawn' start method, a function defined in the main script is found there (the script is
-  imported as ``__mp_main__``: guard its entry point with ``if __name__ == "__main__"``). The
-  transform and the streams are pickled (functions by reference).
+  'spawn' start method, a function defined in a guarded main script is found there (the
+  script is imported as ``__mp_main__``). The transform and the streams are pickled, functions
+  by reference, except those of a ``__main__`` a worker cannot import (``python -c``, a
+  notebook, a script that builds the loader outside its ``if __name__ == "__main__"`` guard):
+  those go by value, and the worker does not run the script (see :func:`payload_dumps`).
   ``RAYON_NUM_THREADS`` defaults to 1 in a worker: the processes are the parallelism.
 * **No threads in the parent.** ``next()`` does all the IPC: it keeps ``window`` steps queued
   on the workers (each new one to the worker with the fewest), reads the answers that are there
@@ -68,8 +70,15 @@ exception is the per-worker free lists, which are deques that finalizers append 
 touches them from there.
 """
 
+from __future__ import annotations
+
+import ast
+import builtins
 import collections
+import importlib
+import io
 import itertools
+import marshal
 import mmap
 import os
 import pickle
@@ -82,10 +91,14 @@ import sys
 import tempfile
 import threading
 import time
+import tokenize
 import traceback
+import types
 import weakref
+from typing import Any, Iterable, Sequence, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from .errors import WorkerError
 
@@ -98,21 +111,21 @@ TB_MAX = 32 << 10
 
 _HEADER = struct.Struct("<Q")
 _CLOEXEC = getattr(socket, "MSG_CMSG_CLOEXEC", 0)  # received descriptors never leak into exec
-_live = weakref.WeakSet()  # pipelines of this process, forgotten in a forked child
+_live: weakref.WeakSet[ProcessPipeline] = weakref.WeakSet()  # pipelines of this process, forgotten in a forked child
 
 
 class RemoteTraceback(Exception):
     """The traceback of an exception raised in a worker process (the ``__cause__`` of the
     exception that ``next()`` raises)."""
 
-    def __str__(self):
-        return "\n\n" + self.args[0]
+    def __str__(self) -> str:
+        return "\n\n" + cast(str, self.args[0])
 
 
 # --- messages: an 8-byte length, a pickle, and optionally file descriptors -----------------
 
 
-def _send(sock, msg, fds=()):
+def _send(sock: socket.socket, msg: tuple[Any, ...], fds: Iterable[int] = ()) -> None:
     data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
     data = _HEADER.pack(len(data)) + data
     sent = socket.send_fds(sock, [data], list(fds)) if fds else 0
@@ -120,8 +133,9 @@ def _send(sock, msg, fds=()):
         sock.sendall(memoryview(data)[sent:])
 
 
-def _recv(sock):
+def _recv(sock: socket.socket) -> tuple[Any, list[int]]:
     """One message and the descriptors that came with it, or ``(None, [])`` at end of file."""
+    fds: list[int]
     head, fds = b"", []
     while len(head) < _HEADER.size:
         part, got, _, _ = socket.recv_fds(sock, _HEADER.size - len(head), 4, _CLOEXEC)
@@ -144,7 +158,7 @@ def _recv(sock):
     return pickle.loads(body), fds
 
 
-def anon_file(size=0, label="loaderx-slot"):
+def anon_file(size: int = 0, label: str = "loaderx-slot") -> int:
     """A descriptor of a new shared file of ``size`` bytes that has no name in any directory
     (``label`` only shows in /proc/PID/fd and /proc/PID/maps)."""
     if hasattr(os, "memfd_create"):
@@ -161,7 +175,7 @@ def anon_file(size=0, label="loaderx-slot"):
     return fd
 
 
-def _exit_status(code):
+def _exit_status(code: int | None) -> str:
     if code is None:
         return "no exit status"
     if code < 0:
@@ -178,12 +192,12 @@ def _exit_status(code):
 class _Worker:
     """One worker process, the parent's end of its socket and the parent's slot descriptors."""
 
-    def __init__(self, index, spec):
+    def __init__(self, index: int, spec: bytes) -> None:
         self.index = index
-        self.slots = {}  # slot id -> the parent's mapping of it
-        self.freed = collections.deque()  # slot ids released by finalizers (any thread)
-        self.tasks = {}  # task id -> step: sent, not yet answered
-        self.fatal = None  # traceback text of a failed start
+        self.slots: dict[int, mmap.mmap] = {}  # slot id -> the parent's mapping of it
+        self.freed: collections.deque[int] = collections.deque()  # slot ids released by finalizers (any thread)
+        self.tasks: dict[int, int] = {}  # task id -> step: sent, not yet answered
+        self.fatal: str | None = None  # traceback text of a failed start
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         spec_fd = anon_file(0, "loaderx-spec")
         try:
@@ -211,11 +225,13 @@ class _Worker:
         self.sock = ours
 
     @property
-    def name(self):
+    def name(self) -> str:
         return f"worker {self.index} (pid {self.proc.pid})"
 
-    def drain_freed(self, pool):
+    def drain_freed(self, pool: int) -> tuple[list[int], list[int]]:
         """Slot ids to hand back to the worker as free, and ids to close beyond ``pool``."""
+        freed: list[int]
+        dropped: list[int]
         freed, dropped = [], []
         while True:
             try:
@@ -230,7 +246,7 @@ class _Worker:
             else:
                 freed.append(sid)
 
-    def reap(self, deadline):
+    def reap(self, deadline: float) -> int | None:
         """Wait for the process until ``deadline``, then kill it. Returns its exit code."""
         try:
             return self.proc.wait(max(0.0, deadline - time.monotonic()))
@@ -241,7 +257,7 @@ class _Worker:
         except subprocess.TimeoutExpired:  # unkillable (stuck in the kernel): leave it
             return None
 
-    def close_fds(self):
+    def close_fds(self) -> None:
         """Close the socket and every slot no batch still uses (the others close with their
         last array)."""
         self.sock.close()
@@ -250,14 +266,14 @@ class _Worker:
         self.slots.clear()
 
 
-def _unmap(mm):
+def _unmap(mm: mmap.mmap) -> None:
     try:
         mm.close()
     except BufferError:  # a batch the consumer holds still uses it
         pass
 
 
-def _write_all(fd, data):
+def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
@@ -271,7 +287,7 @@ class ProcessPipeline:
     ``window`` steps queued on the workers (each to the least busy one), reads their answers and
     maps the slots."""
 
-    def __init__(self, spec, start, num_workers, window):
+    def __init__(self, spec: bytes, start: int, num_workers: int, window: int) -> None:
         self.pid = os.getpid()
         self._spec = spec
         self._lock = threading.Lock()
@@ -279,12 +295,12 @@ class ProcessPipeline:
         self._pool = window // num_workers + 2  # slots a worker keeps; more only while batches hold them
         self._ids = itertools.count()
         self._next = self._claim = start
-        self._steps = {}  # task id -> step, for tasks of the current seek
-        self._ready = {}  # step -> ("ok", lease, buffers, stream) | ("err", blob, text) | ("dead", message)
-        self._redo = []  # steps of a dead worker to send again
+        self._steps: dict[int, int] = {}  # task id -> step, for tasks of the current seek
+        self._ready: dict[int, tuple[Any, ...]] = {}  # step -> ("ok", lease, buffers, stream) | ("err", blob, text) | ("dead", message)
+        self._redo: list[int] = []  # steps of a dead worker to send again
         self._stopped = False
-        self._fatal = None
-        self._workers = [None] * num_workers
+        self._fatal: str | None = None
+        self._workers: list[_Worker | None] = [None] * num_workers
         _live.add(self)
         try:
             for i in range(num_workers):
@@ -294,10 +310,10 @@ class ProcessPipeline:
             raise
 
     @property
-    def next_step(self):
+    def next_step(self) -> int:
         return self._next
 
-    def seek(self, step):
+    def seek(self, step: int) -> None:
         """Make ``step`` the next step. Tasks already sent become stale and are dropped when
         they come back. The workers keep running."""
         with self._lock:
@@ -306,7 +322,7 @@ class ProcessPipeline:
             self._redo.clear()
             self._next = self._claim = step
 
-    def get(self):
+    def get(self) -> Any:
         with self._lock:
             while True:
                 if self._stopped:
@@ -323,7 +339,7 @@ class ProcessPipeline:
             self._fill()  # the workers go on while the consumer uses this batch
         return _deliver(step, entry)
 
-    def _fill(self):
+    def _fill(self) -> None:
         while self._fatal is None:
             if self._redo:
                 step = self._redo.pop(0)
@@ -333,14 +349,14 @@ class ProcessPipeline:
                 return
             self._dispatch(step)
 
-    def _dispatch(self, step):
+    def _dispatch(self, step: int) -> None:
         while True:
             if self._stopped:
                 raise ValueError("the DataLoader is closed")
             for i, w in enumerate(self._workers):
                 if w is None:
                     self._workers[i] = _Worker(i, self._spec)
-            w = min(self._workers, key=lambda w: len(w.tasks))
+            w = min(cast("list[_Worker]", self._workers), key=lambda w: len(w.tasks))  # every slot filled above
             task = next(self._ids)
             freed, dropped = w.drain_freed(self._pool)
             try:
@@ -354,7 +370,7 @@ class ProcessPipeline:
             self._steps[task] = step
             return
 
-    def _wait(self):
+    def _wait(self) -> None:
         """Block until a busy worker answers or ends; read every message that is there."""
         busy = {w.sock.fileno(): w for w in self._workers if w is not None and w.tasks}
         poller = select.poll()
@@ -375,7 +391,7 @@ class ProcessPipeline:
                 else:
                     self._answer(w, msg, fds)
 
-    def _answer(self, w, msg, fds):
+    def _answer(self, w: _Worker, msg: tuple[Any, ...], fds: list[int]) -> None:
         if msg[0] == "fatal":
             w.fatal = msg[1]
             return
@@ -408,7 +424,7 @@ class ProcessPipeline:
         elif step is not None:
             self._ready[step] = ("err", msg[2], msg[3])
 
-    def _died(self, w):
+    def _died(self, w: _Worker) -> None:
         """``w`` ended: report it at the first step it owed and send its other steps again."""
         self._workers[w.index] = None
         code = w.reap(time.monotonic() + 5.0)
@@ -425,7 +441,7 @@ class ProcessPipeline:
             )
             self._redo = sorted(self._redo + steps[1:])
 
-    def stop(self):
+    def stop(self) -> None:
         """Stop the workers and drop what is ready. Idempotent; returns within a few seconds."""
         if self.pid != os.getpid() or self._stopped:
             return
@@ -445,7 +461,7 @@ class ProcessPipeline:
                 self._lock.release()
 
     @staticmethod
-    def _end(workers, deadline):
+    def _end(workers: Sequence[_Worker], deadline: float) -> None:
         for w in workers:
             try:
                 w.sock.shutdown(socket.SHUT_RDWR)  # the worker reads end of file and exits
@@ -454,7 +470,7 @@ class ProcessPipeline:
         for w in workers:
             w.reap(deadline)
 
-    def _forget(self):
+    def _forget(self) -> None:
         """In a forked child: close this process's copies of the descriptors, touch nothing else."""
         self._stopped = True
         for w in self._workers:
@@ -465,13 +481,13 @@ class ProcessPipeline:
                     pass
 
 
-def _readable(sock):
+def _readable(sock: socket.socket) -> bool:
     p = select.poll()
     p.register(sock.fileno(), select.POLLIN)
     return bool(p.poll(0))
 
 
-def _deliver(step, entry):
+def _deliver(step: int, entry: tuple[Any, ...]) -> Any:
     kind = entry[0]
     if kind == "ok":
         _, lease, buffers, (offset, length) = entry
@@ -489,7 +505,7 @@ def _deliver(step, entry):
     raise exc from RemoteTraceback(text)
 
 
-def _after_fork_in_child():
+def _after_fork_in_child() -> None:
     for p in list(_live):
         p._forget()
     _live.clear()
@@ -502,17 +518,17 @@ if hasattr(os, "register_at_fork"):
 # --- the worker's side ----------------------------------------------------------------------
 
 
-def _tb_text():
+def _tb_text() -> str:
     text = traceback.format_exc()
     return text if len(text) <= TB_MAX else "...\n" + text[-TB_MAX:]
 
 
-def _layout(result):
+def _layout(result: object) -> tuple[bytes, list[memoryview], list[tuple[int, int]], int]:
     """``(stream, buffers, offsets, used)``: the result pickled with its large buffers out of
     band, and where each buffer and then the stream go in a slot."""
-    buffers = []
+    buffers: list[memoryview] = []
 
-    def out_of_band(pb):
+    def out_of_band(pb: pickle.PickleBuffer) -> bool:
         raw = pb.raw()
         if raw.nbytes < INBAND_MAX:
             return True  # keep it in the stream
@@ -520,6 +536,7 @@ def _layout(result):
         return False
 
     stream = pickle.dumps(result, protocol=5, buffer_callback=out_of_band)
+    offsets: list[tuple[int, int]]
     offsets, used = [], 0
     for raw in buffers:
         align = 4096 if raw.nbytes >= 65536 else 64  # page-aligned copies take the fast path
@@ -532,10 +549,12 @@ def _layout(result):
 class _Slots:
     """The worker's slots: id -> [fd, mmap, size]."""
 
-    def __init__(self):
+    def __init__(self) -> None:
+        self.slots: dict[int, list[Any]]
+        self.free: list[int]
         self.slots, self.free, self._ids = {}, [], itertools.count()
 
-    def take(self, need):
+    def take(self, need: int) -> tuple[int, mmap.mmap, bool]:
         """A free slot of at least ``need`` bytes: ``(id, mapping, new)``."""
         fit = [s for s in self.free if self.slots[s][2] >= need]
         if fit:
@@ -555,17 +574,17 @@ class _Slots:
         self.free.remove(sid)
         return sid, self.slots[sid][1], False
 
-    def drop(self, sid):
+    def drop(self, sid: int) -> None:
         fd, mm, _ = self.slots.pop(sid)
         mm.close()
         os.close(fd)
 
 
-def _round_up(n):
+def _round_up(n: int) -> int:
     return max(1 << 20, -(-n // (1 << 20)) * (1 << 20))
 
 
-def _child_main(sock_fd, spec_fd):
+def _child_main(sock_fd: int, spec_fd: int) -> None:
     """A worker: read the spec, then answer ``run`` messages until end of file."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     os.set_inheritable(sock_fd, False)
@@ -621,3 +640,139 @@ def _child_main(sock_fd, spec_fd):
             _send(sock, reply, fds)
         except OSError:  # the parent is gone
             return
+
+
+# --- what a worker can load: the main module -----------------------------------------------
+
+
+def payload_dumps(prep):
+    """The pickling function for what a worker loads (the streams and the transform), given
+    ``multiprocessing``'s preparation data ``prep``, which it may change.
+
+    A worker is a fresh interpreter. Functions pickle by reference, and one from ``__main__`` is
+    found there by importing the main script, as under multiprocessing's spawn. That works for a
+    script whose code runs under ``if __name__ == "__main__":``. It cannot work for a
+    ``__main__`` that has no file (``python -c``, an interactive session, a notebook cell), nor
+    for a script that builds the loader at import time (each worker would run the script again).
+    In those two cases the worker does not import the main script, and functions from
+    ``__main__`` are pickled by value instead: their code, defaults, closure and the globals
+    they name (modules by name). A class from such a ``__main__`` cannot travel that way; it is a
+    TypeError that says what to do."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None) if main is not None else None
+    if path:
+        line = _unguarded_line(main, path)
+        if line is None:
+            return lambda obj: pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        prep.pop("init_main_from_path", None)  # the worker must not run the script again
+        prep.pop("init_main_from_name", None)
+        where = f"a script that builds the loader outside `if __name__ == \"__main__\":` ({path}, line {line})"
+    else:
+        where = "`python -c`, an interactive session or a notebook cell"
+
+    def dumps(obj):
+        out = io.BytesIO()
+        try:
+            _ByValue(out).dump(obj)
+        except _NotByValue as e:
+            raise NotLoadable(
+                f"workers='processes' cannot send {e.args[0]} to worker processes: it is defined in "
+                f"__main__ of {where}, which a worker cannot import. Put it in a .py file (say "
+                "transforms.py next to your script or notebook) and import it from there, or use "
+                "workers='threads'."
+            ) from None
+        return out.getvalue()
+
+    return dumps
+
+
+class NotLoadable(TypeError):
+    """What the loader would send cannot be loaded by a worker process (the message says what
+    to do)."""
+
+
+class _NotByValue(pickle.PicklingError):
+    """Something of ``__main__`` that cannot be pickled by value (a class, the module itself)."""
+
+
+class _ByValue(pickle.Pickler):
+    """Pickles functions of ``__main__`` by value and modules by name; all else as pickle does."""
+
+    def reducer_override(self, obj):
+        if isinstance(obj, types.ModuleType):
+            if obj.__name__ in ("__main__", "__mp_main__"):
+                raise _NotByValue("the __main__ module")
+            return importlib.import_module, (obj.__name__,)
+        if getattr(obj, "__module__", None) != "__main__":
+            return NotImplemented
+        if isinstance(obj, types.FunctionType):
+            names = set()
+            _names(obj.__code__, names)
+            used = {n: obj.__globals__[n] for n in sorted(names) if n in obj.__globals__}
+            try:
+                cells = [c.cell_contents for c in obj.__closure__ or ()]
+            except ValueError:
+                raise _NotByValue(f"function {obj.__qualname__} (an empty closure cell)") from None
+            # The function is made first and filled in after (pickle's state), so functions
+            # whose globals name each other, or themselves, come back as one graph.
+            made = (marshal.dumps(obj.__code__), obj.__name__, obj.__qualname__, len(cells))
+            return _make_function, made, (obj.__defaults__, obj.__kwdefaults__, cells, used), None, None, _fill_function
+        if isinstance(obj, type):
+            raise _NotByValue(f"class {obj.__qualname__}")
+        return NotImplemented
+
+
+def _names(code, out):
+    """The global names ``code`` and the code nested in it may use."""
+    out.update(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _names(const, out)
+
+
+def _make_function(code, name, qualname, ncells):
+    """A function pickled by :class:`_ByValue`, made in a worker (filled by :func:`_fill_function`)."""
+    scope = {"__builtins__": builtins, "__name__": "__main__"}
+    closure = tuple(types.CellType() for _ in range(ncells)) or None
+    f = types.FunctionType(marshal.loads(code), scope, name, None, closure)
+    f.__qualname__ = qualname
+    return f
+
+
+def _fill_function(f, state):
+    defaults, kwdefaults, cells, used = state
+    f.__defaults__ = defaults
+    f.__kwdefaults__ = kwdefaults
+    for cell, value in zip(f.__closure__ or (), cells):
+        cell.cell_contents = value
+    f.__globals__.update(used)
+
+
+def _unguarded_line(main: types.ModuleType, path: str) -> int | None:
+    """The line of the main script whose top-level code is running now (building the loader),
+    when it is outside every ``if __name__ == "__main__":`` block; else None."""
+    frame = sys._getframe(1)
+    while frame is not None and not (frame.f_code.co_name == "<module>" and frame.f_globals is vars(main)):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    line = frame.f_lineno
+    try:
+        with tokenize.open(path) as f:
+            tree = ast.parse(f.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return None  # not a source file we can read: leave it to the worker
+    for node in tree.body:
+        if isinstance(node, ast.If) and _is_main_test(node.test) and node.body[0].lineno <= line <= node.body[-1].end_lineno:  # type: ignore[operator]
+            return None
+    return line
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    """Whether ``test`` is ``__name__ == "__main__"`` (either way round)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s.id for s in sides if isinstance(s, ast.Name)]
+    values = [s.value for s in sides if isinstance(s, ast.Constant)]
+    return names == ["__name__"] and values == ["__main__"]

@@ -10,19 +10,30 @@ Drop-in compatible with ``loaderx.converter`` of loaderx 0.9.11, with these guar
 * A failure part-way (a bad record from an iterator, a full store) rolls the store back to its
   length before the call: nothing half-written stays visible.
 * ``zstd_dict`` trains on byte views, so it works for every dtype.
+* A second conversion to the same path appends (as in the reference); ``mode="overwrite"``
+  replaces the store and ``mode="error"`` refuses. A converter writes only into a new or empty
+  directory or a store, and only locally: a URL is a ``BadArgumentError``.
 * Long conversions show a progress bar: tqdm when it is installed and stderr is a terminal.
   ``progress=True`` or ``False`` forces it on or off.
 """
+
+from __future__ import annotations
 
 import os
 import sys
 from itertools import chain
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _loaderx
-from .zrecord import CODECS, MAX_RECORD_LEN, Zrecord
+from .errors import BadArgumentError
+from .zrecord import CODECS, MAX_RECORD_LEN, SCHEMA, Zrecord, _writable
+
+if TYPE_CHECKING:
+    from ._typing import StrPath, WriteMode
 
 __all__ = ["from_numpy", "from_iterator", "from_arrow"]
 
@@ -32,7 +43,7 @@ WRITE_CHUNK_BYTES = 64 << 20
 class _Progress:
     """A progress bar over a number of records: tqdm if available, else plain stderr lines."""
 
-    def __init__(self, enabled, total, desc):
+    def __init__(self, enabled: bool | None, total: int | None, desc: str) -> None:
         if enabled is None:
             enabled = sys.stderr.isatty()
         self._bar = None
@@ -49,7 +60,7 @@ class _Progress:
         except ImportError:
             self._plain = True
 
-    def update(self, n):
+    def update(self, n: int) -> None:
         self._done += n
         if self._bar is not None:
             self._bar.update(n)
@@ -57,23 +68,81 @@ class _Progress:
             of = f"/{self._total}" if self._total else ""
             print(f"{self._desc}: {self._done}{of} records", file=sys.stderr, flush=True)
 
-    def close(self):
+    def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
 
 
-def _check_codec(codec):
+#: What a converter does with a store that is already at its path.
+WRITE_MODES = ("append", "overwrite", "error")
+
+
+def _is_store_file(name: str) -> bool:
+    """Whether ``name`` is one of the files a store keeps in its directory."""
+    base = name[:-4] if name.endswith(".tmp") else name
+    stem, dot, ext = base.partition(".")
+    return base in ("meta.zr", "dict.zr", "delete.journal", SCHEMA) or (ext == "zr" and stem.isdigit())
+
+
+def _target(path: StrPath, mode: str) -> tuple[Path, bool]:
+    """The directory a converter writes, checked before anything is written, and whether the
+    store there is to be replaced. A URL is refused (stores on URLs are read-only), and so is a
+    directory that is neither empty nor a store (a manifest's directory, a project folder), so
+    a converter never mixes its files into other files."""
+    if mode not in WRITE_MODES:
+        raise ValueError(f"mode must be one of {', '.join(map(repr, WRITE_MODES))}, got {mode!r}")
+    path = _writable(path, "convert to")
+    if path.exists() and not path.is_dir():
+        raise BadArgumentError.new(f"{path} is a file; a converter writes a store into a directory")
+    if not path.is_dir():
+        return path, False
+    if not (path / "meta.zr").exists():
+        found = sorted(os.listdir(path))
+        if found:
+            shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
+            raise BadArgumentError.new(
+                f"{path} is neither empty nor a store (it holds {shown}); write the store into a new "
+                "or empty directory"
+            )
+        return path, False
+    if mode == "error":
+        raise FileExistsError(
+            f"{path} already holds a store (mode='error'); use mode='append' to add to it or "
+            "mode='overwrite' to replace it"
+        )
+    return path, mode == "overwrite"
+
+
+def _clear(path: Path) -> None:
+    """Remove the store files in ``path`` (``mode="overwrite"``); other files stay."""
+    for f in path.iterdir():
+        if _is_store_file(f.name):
+            f.unlink()
+
+
+def _check_plain(dtype: np.dtype[Any]) -> None:
+    """Refuse a structured dtype: a schema records one plain dtype, so field names would be lost."""
+    if dtype.names is not None or dtype.kind == "V":
+        fields = f" with fields {list(dtype.names)}" if dtype.names else ""
+        raise TypeError(
+            f"a structured dtype ({dtype}{fields}) cannot be stored: a store holds one plain dtype. "
+            "Store each field as its own store (from_numpy(path_x, array['x']), ...) and read them "
+            "as streams of one DataLoader"
+        )
+
+
+def _check_codec(codec: str) -> None:
     if codec not in CODECS:
         raise ValueError(f"unknown codec {codec!r}, expected one of {sorted(CODECS)}")
 
 
-def _describe(schema):
-    d = schema.to_dict()
+def _describe(schema: _loaderx.Schema) -> str:
+    d: dict[str, Any] = schema.to_dict()
     return f"{d.get('kind')} {d.get('dtype')}{tuple(d.get('item_shape') or ())}"
 
 
-def _check_existing(path, schema):
+def _check_existing(path: Path, schema: _loaderx.Schema | None) -> _loaderx.Schema | None:
     """Refuse, before writing anything, to add data of another kind, dtype or shape. Returns the
     store's schema, if it has one."""
     existing = _loaderx.Schema.read(os.fspath(path))
@@ -85,7 +154,7 @@ def _check_existing(path, schema):
 class _Writer:
     """Appends packed batches to a store; on failure rolls the store back to where it started."""
 
-    def __init__(self, path, codec, dict_size, progress):
+    def __init__(self, path: Path, codec: str, dict_size: int | None, progress: _Progress) -> None:
         self.path = path
         self.created = not (path / "meta.zr").exists()
         # Directories this call creates (the store and any missing parents), deepest first.
@@ -97,7 +166,7 @@ class _Writer:
         self.progress = progress
         self.written = 0
 
-    def append(self, src, offsets):
+    def append(self, src: npt.NDArray[np.uint8], offsets: npt.NDArray[np.uint64]) -> None:
         if self.need_dict:
             # The converters' rule (which records, how big) is the engine's.
             self.store._s.train_dict_for(src, offsets, self.dict_size)
@@ -106,7 +175,7 @@ class _Writer:
         self.written += len(offsets)
         self.progress.update(len(offsets))
 
-    def finish(self, ok):
+    def finish(self, ok: bool) -> None:
         try:
             if not ok:
                 extra = len(self.store) - self.start
@@ -130,14 +199,25 @@ class _Writer:
                     break
 
 
-def from_numpy(path, array, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dict_size=None, schema=None, progress=None):
+def from_numpy(
+    path: StrPath,
+    array: npt.NDArray[Any],
+    codec: str = "zstd",
+    chunk_bytes: int = WRITE_CHUNK_BYTES,
+    dict_size: int | None = None,
+    schema: Mapping[str, Any] | None = None,
+    progress: bool | None = None,
+    mode: WriteMode = "append",
+) -> int:
     """Persist a stacked NumPy array as a dense store: one record per slice along axis 0.
 
     A 1-D array (the usual label set) becomes a store of scalar records. Calling it again on
-    the same path appends, after checking that dtype and item shape match.
+    the same path appends, after checking that dtype and item shape match (see ``mode``).
 
     Args:
-        path (str | Path): Destination directory (created if missing).
+        path (str | Path): Destination directory (created if missing). It must be new, empty
+            or a store: a directory holding other files is refused, and so is a URL (stores on
+            URLs are read-only).
         array (np.ndarray): Samples stacked along axis 0; may be memory-mapped.
         codec (str): ``"zstd"`` (default), ``"raw"`` or ``"zstd_dict"``.
         chunk_bytes (int): Upper bound on the bytes submitted per append.
@@ -145,6 +225,10 @@ def from_numpy(path, array, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dict_si
             to 8 KiB .. 1 MiB.
         schema (dict, optional): Saved as ``schema.msgpack``; inferred when omitted.
         progress (bool, optional): Force the progress bar on or off.
+        mode (str): What to do when ``path`` already holds a store: ``"append"`` (the default,
+            as in loaderx 0.9.11) adds the records after its own, ``"overwrite"`` replaces the
+            store (its records are removed before writing), ``"error"`` raises
+            :class:`FileExistsError`.
 
     Returns:
         int: Number of records written.
@@ -156,6 +240,8 @@ def from_numpy(path, array, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dict_si
         raise ValueError("array must have a sample axis")
     if array.dtype.hasobject:
         raise TypeError("object arrays cannot be stored; convert them to a fixed-size dtype")
+    _check_plain(array.dtype)
+    path, replace = _target(path, mode)
     if schema is None:
         schema = {"kind": "dense", "dtype": array.dtype.str, "item_shape": [int(d) for d in array.shape[1:]]}
     itemsize = int(np.prod(array.shape[1:], dtype=np.int64)) * array.dtype.itemsize
@@ -163,12 +249,13 @@ def from_numpy(path, array, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dict_si
         raise ValueError(f"sample of {itemsize} bytes exceeds the {MAX_RECORD_LEN} byte record limit")
     if itemsize == 0:
         raise ValueError("samples of 0 bytes cannot be stored (records are at least 1 byte)")
-    path = Path(path)
     schema = _loaderx.Schema.for_converter(dict(schema), "dense", codec)
-    existing = _check_existing(path, schema) if path.is_dir() else None
+    existing = _check_existing(path, schema) if path.is_dir() and not replace else None
     if existing is not None:
         schema = existing.updated(schema)
     step = max(1, int(chunk_bytes) // itemsize)
+    if replace:
+        _clear(path)
     writer = _Writer(path, codec, dict_size, _Progress(progress, len(array), f"converting {path.name}"))
     ok = False
     try:
@@ -183,28 +270,41 @@ def from_numpy(path, array, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dict_si
     return len(array)
 
 
-def _record_bytes(record):
+def _record_bytes(record: npt.ArrayLike) -> tuple[npt.NDArray[np.uint8], npt.NDArray[Any] | None]:
     if isinstance(record, (bytes, bytearray, memoryview)):
         return np.frombuffer(record, dtype=np.uint8), None
     a = np.asarray(record)
     if a.dtype.hasobject:
         raise TypeError("object arrays cannot be stored; convert them to a fixed-size dtype")
+    _check_plain(a.dtype)
     return np.ascontiguousarray(a).reshape(-1).view(np.uint8), a
 
 
-def from_iterator(path, source, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dict_size=None, schema=None, progress=None):
+def from_iterator(
+    path: StrPath,
+    source: Iterable[npt.ArrayLike],
+    codec: str = "zstd",
+    chunk_bytes: int = WRITE_CHUNK_BYTES,
+    dict_size: int | None = None,
+    schema: Mapping[str, Any] | None = None,
+    progress: bool | None = None,
+    mode: WriteMode = "append",
+) -> int:
     """Persist an iterable of records as a ragged store.
 
     ``source`` may be a list of arrays, a generator, a list of :class:`bytes`, or any other
     iterable of array-like or bytes records. Array records must share their dtype and trailing
     shape (the first one sets them); bytes records make a uint8 store. Records are packed into
-    appends of about ``chunk_bytes``.
+    appends of about ``chunk_bytes``. ``path`` and ``mode`` are as for :func:`from_numpy`:
+    by default a second call on the same path appends.
 
     Returns:
         int: Number of records written.
     """
     _check_codec(codec)
-    end = object()
+    path, replace = _target(path, mode)
+    end: Any = object()
+    inferred: dict[str, object] | None  # the schema the first record makes
     if isinstance(source, (bytes, bytearray)):
         # One bytes object is one record, and (as in the reference) no schema is written for it.
         source = [source]
@@ -225,8 +325,7 @@ def from_iterator(path, source, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dic
         schema = inferred
     if schema is not None:
         schema = _loaderx.Schema.for_converter(dict(schema), "ragged", codec)
-    path = Path(path)
-    existing = _check_existing(path, schema) if path.is_dir() else None
+    existing = _check_existing(path, schema) if path.is_dir() and not replace else None
     if existing is not None and schema is not None:
         schema = existing.updated(schema)
     # What every record must be: as the first record, else as the store already holds.
@@ -235,10 +334,14 @@ def from_iterator(path, source, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dic
     else:
         expect = existing
     total = getattr(source, "__len__", lambda: None)()
+    if replace:
+        _clear(path)
     writer = _Writer(path, codec, dict_size, _Progress(progress, total, f"converting {path.name}"))
+    buf: list[npt.NDArray[np.uint8]]
+    sizes: list[int]
     buf, sizes, acc = [], [], 0
 
-    def flush():
+    def flush() -> None:
         nonlocal buf, sizes, acc
         offsets = np.zeros(len(sizes), dtype=np.uint64)
         offsets[1:] = np.cumsum(sizes[:-1])
@@ -277,7 +380,16 @@ def from_iterator(path, source, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dic
     return writer.written
 
 
-def from_arrow(path, data, column=None, codec="zstd", chunk_bytes=WRITE_CHUNK_BYTES, dict_size=None, progress=None):
+def from_arrow(
+    path: StrPath,
+    data: Any,
+    column: str | None = None,
+    codec: str = "zstd",
+    chunk_bytes: int = WRITE_CHUNK_BYTES,
+    dict_size: int | None = None,
+    progress: bool | None = None,
+    mode: WriteMode = "append",
+) -> int:
     """Persist one column of Arrow data as a store (needs pyarrow).
 
     ``data`` is a pyarrow Table or RecordBatchReader, anything with ``__arrow_c_stream__``
@@ -289,7 +401,8 @@ def from_arrow(path, data, column=None, codec="zstd", chunk_bytes=WRITE_CHUNK_BY
 
     Batches stream through in bounded memory, appended in blocks of about ``chunk_bytes``. The
     column's type (and an existing store's schema) is checked before anything is written; a
-    null, an empty record or any other failure part-way rolls the store back.
+    null, an empty record or any other failure part-way rolls the store back. ``path`` and
+    ``mode`` are as for :func:`from_numpy`.
 
     Returns:
         int: Number of records written.
@@ -297,6 +410,7 @@ def from_arrow(path, data, column=None, codec="zstd", chunk_bytes=WRITE_CHUNK_BY
     from . import arrow
 
     _check_codec(codec)
+    path, replace = _target(path, mode)
     name, field, rows, arrays = arrow.arrow_source(data, column)
     kind, dtype, shape = arrow.column_plan(name, field)
     row_bytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
@@ -304,12 +418,13 @@ def from_arrow(path, data, column=None, codec="zstd", chunk_bytes=WRITE_CHUNK_BY
         raise ValueError(f"column {name!r}: records of {row_bytes} bytes are outside the 1..{MAX_RECORD_LEN} byte limit")
     store_kind = "dense" if kind == "dense" else "ragged"
     schema = {"kind": store_kind, "dtype": dtype.str, "item_shape": [int(d) for d in shape]}
-    schema = _loaderx.Schema.for_converter(schema, store_kind, codec)
-    path = Path(path)
-    existing = _check_existing(path, schema) if path.is_dir() else None
+    schema = _loaderx.Schema.for_converter(cast("dict[str, object]", schema), store_kind, codec)
+    existing = _check_existing(path, schema) if path.is_dir() and not replace else None
     if existing is not None:
         schema = existing.updated(schema)
     pa = arrow._pa()
+    if replace:
+        _clear(path)
     writer = _Writer(path, codec, dict_size, _Progress(progress, rows, f"converting {path.name}"))
     ok, first_row = False, 0
     try:

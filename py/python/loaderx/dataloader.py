@@ -29,31 +29,48 @@ under a GIL build. ``workers="processes"`` runs each step (gather and transform)
 the guarantees above unchanged. See :mod:`loaderx._process_workers` for that design.
 """
 
+from __future__ import annotations
+
 import hashlib
 import json
+import operator
 import os
 import pickle
 import threading
 import time
 import weakref
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Callable, Generic, Literal, Mapping, Sequence, TypeVar, cast, overload
 
-from .sampler import Sampler
+from .sampler import Sampler, _mode
 
-__all__ = ["DataLoader", "jax_shard", "torch_shard"]
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from ._process_workers import ProcessPipeline
+    from ._typing import Batch, Stream
+    from .mix import MixSampler
+
+    _R = TypeVar("_R")
+
+#: What ``next()`` returns: the transform's result (by default the batch dict).
+_T = TypeVar("_T")
+
+__all__ = ["DataLoader", "default_workers", "jax_shard", "torch_shard"]
 
 #: How long ``close()`` waits for a worker that is inside a long transform before leaving it
 #: (daemon threads end with the process; their results are dropped).
 JOIN_TIMEOUT = 5.0
 
 
-def jax_shard():
+def jax_shard() -> dict[str, int]:
     """``{"shard_index": jax.process_index(), "shard_count": jax.process_count()}``."""
     import jax
 
     return {"shard_index": int(jax.process_index()), "shard_count": int(jax.process_count())}
 
 
-def torch_shard():
+def torch_shard() -> dict[str, int]:
     """This process's rank and world size under torch.distributed (0 of 1 when not initialised)."""
     import torch.distributed as dist
 
@@ -69,12 +86,12 @@ class _Pipeline:
     threads run; its finalizer stops them.
     """
 
-    def __init__(self, produce, start, num_workers, window):
+    def __init__(self, produce: Callable[[int], Any], start: int, num_workers: int, window: int) -> None:
         self._produce = produce
         self._cond = threading.Condition()
         self._claim = start  # next step a worker takes
         self._next = start  # next step the consumer takes
-        self._ready = {}  # step -> (ok, batch or exception)
+        self._ready: dict[int, tuple[bool, Any]] = {}  # step -> (ok, batch or exception)
         self._window = window  # steps in flight or ready, at most
         self._stopped = False
         self.pid = os.getpid()
@@ -85,10 +102,10 @@ class _Pipeline:
             t.start()
 
     @property
-    def next_step(self):
+    def next_step(self) -> int:
         return self._next
 
-    def _work(self):
+    def _work(self) -> None:
         cond = self._cond
         while True:
             with cond:
@@ -108,7 +125,7 @@ class _Pipeline:
                 self._ready[step] = result
                 cond.notify_all()
 
-    def get(self):
+    def get(self) -> Any:
         with self._cond:
             while self._next not in self._ready:
                 if self._stopped:
@@ -121,7 +138,7 @@ class _Pipeline:
             return value
         raise value
 
-    def stop(self):
+    def stop(self) -> None:
         with self._cond:
             self._stopped = True
             self._ready.clear()
@@ -134,12 +151,12 @@ class _Pipeline:
                 t.join(max(0.0, deadline - time.monotonic()))
 
 
-def _fingerprint(config):
+def _fingerprint(config: Mapping[str, Any]) -> str:
     """A short hash of a loader config (JSON, sorted keys)."""
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _check_state(config, state):
+def _check_state(config: Mapping[str, Any], state: object) -> None:
     """Raise unless ``state`` (from ``state_dict``) resumes a loader of ``config`` exactly."""
     # States written before the loader was elastic also list the shard in their config (and
     # their fingerprint covers it): compare without it, but check the fingerprint against the
@@ -160,42 +177,75 @@ def _check_state(config, state):
         raise ValueError("the state has no stream positions for this mix")
 
 
-def _identity(batch):
+def _identity(batch: Batch) -> Batch:
     return batch
+
+
+def default_workers() -> int:
+    """One worker per core this process may run on (its CPU affinity where the system has
+    one, else every core): the DataLoader's default ``num_workers``."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _streams(streams: Mapping[str, Stream]) -> dict[str, Stream]:
+    """The named streams as a dict, or a TypeError that shows the form."""
+    if isinstance(streams, dict):
+        return dict(streams)
+    if hasattr(streams, "__getitems__") or hasattr(streams, "item_shape"):
+        raise TypeError(
+            f"DataLoader takes named streams, a dict such as {{'data': dataset}}, not a "
+            f"{type(streams).__name__}; batches are dicts with the same names"
+        )
+    try:
+        return dict(streams)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"DataLoader takes named streams, a dict such as {{'data': dataset}}, got {type(streams).__name__}"
+        ) from None
 
 
 class _BatchSource:
     """The gather half of a step: the sampler's indices, this shard's slice of them, one read
     per stream. Pickles (streams by path), so worker processes gather for themselves."""
 
-    def __init__(self, streams, sampler, batch_size, shard_index, shard_count):
+    def __init__(
+        self, streams: dict[str, Stream], sampler: Sampler | MixSampler, batch_size: int, shard_index: int, shard_count: int
+    ) -> None:
         self.streams = streams
         self.sampler = sampler
         self.per_shard = batch_size // shard_count
         self.shard_index = shard_index
         self.sharded = shard_count > 1
 
-    def batch(self, step):
+    def batch(self, step: int) -> Batch:
         idxs = self.sampler.batch_at(step)
         if self.sharded:
             idxs = idxs[self.shard_index * self.per_shard : (self.shard_index + 1) * self.per_shard]
         return {name: ds.__getitems__(idxs) for name, ds in self.streams.items()}
 
 
-class DataLoader:
+class DataLoader(Generic[_T]):
     """Endless batches ``{name: values}`` gathered from named dense streams.
 
     Args:
         streams (dict[str, DenseDataset]): Named streams of equal length, all gathered at the
             same indices so record ``i`` lines up across them.
         num_workers (int): Workers (threads, or processes with ``workers="processes"``).
-            Defaults to 4. Over local stores, where decoding keeps a worker busy, one worker
-            per core is fastest (more share the cores by time slices: 4 workers on 2 cores ran
-            0-10% slower over zstd and 17-27% slower over raw records, docs/benchmarks.md);
-            over remote stores more workers keep more requests in flight.
+            Defaults to one per core this process may run on (:func:`default_workers`). Over
+            local stores, where decoding keeps a worker busy, that is fastest (more share the
+            cores by time slices: 4 workers on 2 cores ran 0-10% slower over zstd and 17-27%
+            slower over raw records, docs/benchmarks.md); over remote stores more workers keep
+            more requests in flight.
         batch_size (int): Global batch size. Defaults to 256.
         prefetch_size (int): Batches ready ahead of the consumer. Defaults to 4.
-        mode (int): Sampler mode (``Sampler.Mode``). Defaults to 1 (IID).
+        mode (str | int): Sampler mode: ``"sequential"`` (0), ``"iid"`` (1, the default, as
+            in the reference: random with replacement) or ``"cyclic"`` (2: a fresh permutation
+            per pass, each record once per pass, the usual choice for training). See
+            :mod:`loaderx.sampler`. There is no ``shuffle=``: ``mode="cyclic"`` is what it
+            means elsewhere.
         seed (int): Sampler seed. Defaults to 42.
         transform (callable): Maps a batch dict to what ``next()`` returns (the collate
             step). Runs on the workers.
@@ -203,33 +253,78 @@ class DataLoader:
         shard_count (int): Processes sharing each global batch; must divide ``batch_size``.
         workers (str): ``"threads"`` (the default) or ``"processes"``: spawned worker
             processes for a transform that holds the GIL. The transform and the streams must
-            then pickle: define the transform at module level. Its result comes back through
+            then pickle: define the transform at module level (a function defined in
+            ``python -c``, a notebook cell or a script without an ``if __name__ ==
+            "__main__":`` guard is sent by value; see :func:`loaderx._process_workers.
+            payload_dumps`). Its result comes back through
             shared memory (arrays of 4 KiB and more without a copy in this process), and an
             exception in a worker, or a worker's death, is raised by ``next()`` at its step.
             POSIX only.
     """
 
+    @overload
+    def __init__(
+        self: DataLoader[Batch],
+        streams: Mapping[str, Stream],
+        num_workers: int | None = None,
+        batch_size: int = 256,
+        prefetch_size: int = 4,
+        mode: int | str = 1,
+        seed: int = 42,
+        *,
+        shard_index: int = 0,
+        shard_count: int = 1,
+        workers: Literal["threads", "processes"] = "threads",
+        shuffle: None = None,
+        _mix: MixSampler | None = None,
+    ) -> None: ...
+    @overload
     def __init__(
         self,
-        streams,
-        num_workers=4,
-        batch_size=256,
-        prefetch_size=4,
-        mode=1,
-        seed=42,
-        transform=_identity,
+        streams: Mapping[str, Stream],
+        num_workers: int | None = None,
+        batch_size: int = 256,
+        prefetch_size: int = 4,
+        mode: int | str = 1,
+        seed: int = 42,
+        transform: Callable[[Batch], _T] = ...,
         *,
-        shard_index=0,
-        shard_count=1,
-        workers="threads",
-        _mix=None,
-    ):
-        self.streams = dict(streams)
+        shard_index: int = 0,
+        shard_count: int = 1,
+        workers: Literal["threads", "processes"] = "threads",
+        shuffle: None = None,
+        _mix: MixSampler | None = None,
+    ) -> None: ...
+    def __init__(
+        self,
+        streams: Mapping[str, Stream],
+        num_workers: int | None = None,
+        batch_size: int = 256,
+        prefetch_size: int = 4,
+        mode: int | str = 1,
+        seed: int = 42,
+        transform: Callable[[Batch], Any] = _identity,
+        *,
+        shard_index: int = 0,
+        shard_count: int = 1,
+        workers: Literal["threads", "processes"] = "threads",
+        shuffle: None = None,
+        _mix: MixSampler | None = None,
+    ) -> None:
+        if shuffle is not None:
+            raise TypeError(
+                "DataLoader takes no shuffle=; choose how indices are drawn with mode=: 'cyclic' "
+                "(a fresh permutation per pass: shuffle=True elsewhere), 'sequential' (in order: "
+                "shuffle=False) or 'iid' (random with replacement, the default)"
+            )
+        self.streams = _streams(streams)
         if not self.streams:
             raise ValueError("need at least one stream")
         lengths = {name: len(ds) for name, ds in self.streams.items()}
         if len(set(lengths.values())) != 1:
             raise ValueError(f"all streams must have the same length, got {lengths}")
+        if num_workers is None:
+            num_workers = default_workers()
         for name, value in (("num_workers", num_workers), ("prefetch_size", prefetch_size), ("shard_count", shard_count)):
             if int(value) < 1:
                 raise ValueError(f"{name} must be at least 1, got {value}")
@@ -241,7 +336,7 @@ class DataLoader:
                 f"use a multiple of {shard_count}"
             )
         self.length = next(iter(lengths.values()))
-        self.sampler = _mix if _mix is not None else Sampler(self.length, batch_size, mode, seed)
+        self.sampler: Sampler | MixSampler = _mix if _mix is not None else Sampler(self.length, batch_size, mode, seed)
         if shard_count > 1 and _mix is None and self.sampler._s.batch_len != int(batch_size):
             raise ValueError(f"a CYCLIC batch of {self.length} < batch_size records cannot be sharded")
         self.batch_size = int(batch_size)
@@ -260,7 +355,7 @@ class DataLoader:
             self._process_spec()  # an unpicklable transform fails here, not in a worker
         # What a state must match to resume exactly. Not the shard: batches are global (see
         # the module doc, "Elastic").
-        config = {
+        config: dict[str, Any] = {
             "length": self.length,
             "batch_size": self.batch_size,
             "mode": int(self.sampler.mode),
@@ -285,22 +380,29 @@ class DataLoader:
         # _guard), where a parent thread may have held it at the moment of the fork.
         self._lock = threading.RLock()
         self._lock_pid = os.getpid()
-        self._pipeline = None
-        self._finalizer = None
+        self._pipeline: _Pipeline | ProcessPipeline | None = None
+        self._finalizer: weakref.finalize[[], DataLoader[Any]] | None = None
         self._closed = False
 
     # The batch for a step: a pure function of the step.
-    def _produce(self, step):
+    def _produce(self, step: int) -> Any:
         return self.transform(self._source.batch(step))
 
-    def _process_spec(self):
+    def _process_spec(self) -> bytes:
         """What a worker process starts from: ``multiprocessing``'s preparation data (sys.path,
         the main module) and the pickled ``(source, transform)``."""
         from multiprocessing import spawn
 
+        from ._process_workers import NotLoadable, payload_dumps
+
+        prep = spawn.get_preparation_data("loaderx-worker")
+        prep.pop("authkey", None)  # the worker needs no multiprocessing credentials
+        dumps = payload_dumps(prep)  # by value what a worker could not import from __main__
         for what, obj in ((f"transform {self.transform!r}", self.transform), ("streams", self._source)):
             try:
-                pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+                dumps(obj)
+            except NotLoadable:
+                raise  # it says what to do
             except Exception as e:
                 raise TypeError(
                     f"workers='processes' sends the transform and the streams to worker processes by "
@@ -309,22 +411,20 @@ class DataLoader:
                     "one in functools.partial; streams must pickle too (DenseDataset does, by path). "
                     "Or use workers='threads'."
                 ) from None
-        prep = spawn.get_preparation_data("loaderx-worker")
-        prep.pop("authkey", None)  # the worker needs no multiprocessing credentials
-        payload = pickle.dumps((self._source, self.transform), protocol=pickle.HIGHEST_PROTOCOL)
+        payload = dumps((self._source, self.transform))
         return pickle.dumps((prep, payload), protocol=pickle.HIGHEST_PROTOCOL)
 
-    def _guard(self):
+    def _guard(self) -> threading.RLock:
         """The lock over ``_pipeline``, a fresh one on first use in a forked child."""
         if self._lock_pid != os.getpid():
             self._lock, self._lock_pid = threading.RLock(), os.getpid()
         return self._lock
 
-    def _running(self):
+    def _running(self) -> _Pipeline | ProcessPipeline:
         with self._guard():
             return self._running_locked()
 
-    def _running_locked(self):
+    def _running_locked(self) -> _Pipeline | ProcessPipeline:
         if self._closed:
             raise ValueError("the DataLoader is closed")
         p = self._pipeline
@@ -345,14 +445,17 @@ class DataLoader:
         return p
 
     @property
-    def step(self):
+    def step(self) -> int:
         """The step the next batch comes from (the number of batches taken, after a seek)."""
         p = self._pipeline
         return self._start if p is None else p.next_step
 
-    def seek(self, step):
+    def seek(self, step: int) -> None:
         """Make the next batch the one of ``step``; prefetched batches are dropped."""
-        step = int(step)
+        try:
+            step = operator.index(step)
+        except TypeError:
+            raise TypeError(f"step must be an integer, got {step!r}") from None
         if step < 0:
             raise ValueError(f"step must be >= 0, got {step}")
         with self._guard():
@@ -363,25 +466,25 @@ class DataLoader:
             self._stop_pipeline()
             self._start = step
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """Everything needed to resume exactly: the next step and the config's fingerprint. The
         same on every rank (``shard_count`` is kept for information only)."""
         return self._state_at(self.step)
 
-    def _state_at(self, step):
+    def _state_at(self, step: int) -> dict[str, Any]:
         """The state of this loader when ``step`` is the next batch to take."""
-        state = {
+        state: dict[str, Any] = {
             "step": int(step),
             "fingerprint": self._fingerprint,
             "config": dict(self._config),
             "shard_count": self.shard_count,
         }
         if "mix" in self._config:
-            state["weights"] = list(self.sampler.weights)
-            state["positions"] = self.sampler.positions_at(state["step"])
+            state["weights"] = list(self.sampler.weights)  # type: ignore[union-attr]  # a MixSampler
+            state["positions"] = self.sampler.positions_at(state["step"])  # type: ignore[union-attr]
         return state
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume from :meth:`state_dict`, saved by any rank with any ``shard_count``. A state
         from a different config (seed, mode, length, streams or global ``batch_size``) is
         refused with the differences."""
@@ -389,10 +492,10 @@ class DataLoader:
         if "mix" in self._config:
             with self._guard():
                 self._stop_pipeline()
-                self.sampler.rebase(state["step"], state["positions"])
+                self.sampler.rebase(state["step"], state["positions"])  # type: ignore[union-attr]  # a MixSampler
         self.seek(state["step"])
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         """A loader pickles as its config and its position (the next step), never its workers:
         the copy starts its own workers on first use (torch's spawned workers rely on this)."""
         args = dict(
@@ -410,8 +513,49 @@ class DataLoader:
         )
         return (_restore, (type(self), args, self.step))
 
+    @overload
     @classmethod
-    def mix(cls, sources, weights, batch_size=256, mode=1, seed=42, **kwargs):
+    def mix(
+        cls,
+        sources: Sequence[Mapping[str, Stream]],
+        weights: Sequence[float],
+        batch_size: int = 256,
+        mode: int | str = 1,
+        seed: int = 42,
+        *,
+        transform: Callable[[Batch], _R],
+        num_workers: int | None = None,
+        prefetch_size: int = 4,
+        shard_index: int = 0,
+        shard_count: int = 1,
+        workers: Literal["threads", "processes"] = "threads",
+    ) -> DataLoader[_R]: ...
+    @overload
+    @classmethod
+    def mix(
+        cls,
+        sources: Sequence[Mapping[str, Stream]],
+        weights: Sequence[float],
+        batch_size: int = 256,
+        mode: int | str = 1,
+        seed: int = 42,
+        *,
+        num_workers: int | None = None,
+        prefetch_size: int = 4,
+        shard_index: int = 0,
+        shard_count: int = 1,
+        workers: Literal["threads", "processes"] = "threads",
+    ) -> DataLoader[Batch]: ...
+    @classmethod
+    def mix(
+        cls,
+        sources: Sequence[Mapping[str, Stream]],
+        weights: Sequence[float],
+        batch_size: int = 256,
+        mode: int | str = 1,
+        seed: int = 42,
+        **kwargs: Any,
+    ) -> DataLoader[Any]:
         """A loader over several datasets in fixed proportions (see :mod:`loaderx.mix`).
 
         ``sources`` is a list of stream dicts (the ``streams`` a DataLoader takes), all with the
@@ -422,7 +566,7 @@ class DataLoader:
         """
         from .mix import MixSampler, _Joined
 
-        sources = [dict(s) for s in sources]
+        sources = [_streams(s) for s in sources]
         if not sources:
             raise ValueError("mix needs at least one source")
         names = sorted(sources[0])
@@ -432,21 +576,44 @@ class DataLoader:
             lengths = {len(ds) for ds in src.values()}
             if len(lengths) != 1:
                 raise ValueError(f"source {k}: its streams must have the same length, got {sorted(lengths)}")
+        for name in names:
+            # Every source's records of a stream go into one batch array: the layouts must match.
+            layouts = [(getattr(src[name], "dtype", None), getattr(src[name], "item_shape", None)) for src in sources]
+            for k, layout in enumerate(layouts):
+                if layout != layouts[0]:
+                    raise ValueError(
+                        f"stream {name!r}: source {k} holds {_layout(layout)} records, but source 0 "
+                        f"holds {_layout(layouts[0])}; mixed sources must have the same record layout"
+                    )
         lengths = [len(next(iter(src.values()))) for src in sources]
-        sampler = MixSampler(lengths, weights, batch_size, mode, seed)
+        sampler = MixSampler(lengths, weights, batch_size, int(_mode(mode)), seed)
         streams = {name: _Joined([src[name] for src in sources]) for name in names}
         return cls(streams, batch_size=batch_size, mode=mode, seed=seed, _mix=sampler, **kwargs)
 
-    def __len__(self):
+    def __len__(self) -> int:
         raise TypeError("an endless loader has no length")
 
-    def __iter__(self):
+    def __repr__(self) -> str:
+        streams = ", ".join(f"{name!r}: {ds!r}" for name, ds in self.streams.items())
+        mode = Sampler.Mode(int(self.sampler.mode)).name.lower()
+        parts = [f"{{{streams}}}", f"batch_size={self.batch_size}", f"mode={mode!r}", f"seed={self.sampler.seed}"]
+        if "mix" in self._config:
+            parts.append(f"weights={list(self.sampler.weights)}")  # type: ignore[union-attr]  # a MixSampler
+        if self.shard_count > 1:
+            parts.append(f"shard={self.shard_index}/{self.shard_count}")
+        if self.transform is not _identity:
+            parts.append(f"transform={getattr(self.transform, '__qualname__', type(self.transform).__name__)}")
+        parts.append(f"num_workers={self.num_workers} {self.workers}")
+        parts.append("closed" if getattr(self, "_closed", False) else f"step={self.step}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def __iter__(self) -> Self:
         return self
 
-    def __next__(self):
-        return self._running().get()
+    def __next__(self) -> _T:
+        return cast("_T", self._running().get())
 
-    def _stop_pipeline(self):
+    def _stop_pipeline(self) -> None:
         p, self._pipeline = self._pipeline, None
         if p is not None:
             self._start = p.next_step
@@ -456,7 +623,7 @@ class DataLoader:
             self._finalizer.detach()
             self._finalizer = None
 
-    def close(self):
+    def close(self) -> None:
         """Stop the workers and drop prefetched batches. Idempotent; never hangs."""
         if getattr(self, "_closed", True):
             return
@@ -464,28 +631,35 @@ class DataLoader:
             self._stop_pipeline()
             self._closed = True
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, exc_type, exc_val, exc_tb):
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         self.close()
 
 
-def _restore(cls, args, step):
+def _layout(layout: tuple[Any, Any]) -> str:
+    dtype, shape = layout
+    return f"{dtype}{tuple(shape) if shape is not None else ''}"
+
+
+def _restore(cls: type[DataLoader[Any]], args: dict[str, Any], step: int) -> DataLoader[Any]:
     loader = cls(**args)
     loader.seek(step)
     return loader
 
 
-def _weak_produce(loader):
+def _weak_produce(loader: DataLoader[Any]) -> Callable[[int], Any]:
     """``loader._produce`` through a weak reference, so worker threads keep the loader alive
     only while they are computing a batch."""
     ref = weakref.ref(loader)
 
-    def produce(step):
+    def produce(step: int) -> Any:
         target = ref()
         if target is None:
             raise ValueError("the DataLoader was garbage-collected")

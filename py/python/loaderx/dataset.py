@@ -14,21 +14,34 @@ boolean mask, and out-of-range indices raise :class:`IndexError`. Datasets pickl
 reopen their store after ``fork()``, so they work inside torch ``DataLoader`` workers.
 """
 
+from __future__ import annotations
+
 import operator
 import os
 from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence, cast, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _loaderx
 from .arrow import Exports
 from .manifest import _manifest_file, _Records
-from .zrecord import CODECS, SCHEMA, Zrecord, _engine_ready, _indices, _location
+from .errors import StoreClosedError, StoreNotFoundError
+from .zrecord import CODECS, SCHEMA, Zrecord, _engine_ready, _indices, _location, _shown
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from ._typing import Cache, Index, IndexArray, StrPath
 
 __all__ = ["DenseDataset", "RaggedDataset", "pad"]
 
 
-def pad(records, max_len=None, pad_value=0):
+def pad(
+    records: Sequence[npt.NDArray[Any]], max_len: int | None = None, pad_value: Any = 0
+) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]:
     """Pad a list of ragged arrays into a dense ``(B, max_len, *tail)`` stack.
 
     Returns ``(padded, lengths)``, where ``lengths`` is each record's row count. ``max_len``
@@ -51,12 +64,19 @@ def pad(records, max_len=None, pad_value=0):
     return padded, lengths
 
 
-def _open(path, kind, storage_options, cache):
+def _open(
+    path: StrPath, kind: str | None, storage_options: dict[str, str] | None, cache: Cache | None
+) -> tuple[Zrecord | _Records, _loaderx.Schema]:
     """The store at ``path`` (a directory or a URL), or the stores of a manifest
     (:mod:`loaderx.manifest`), and the schema, checked for ``kind`` by the engine. Opening never
     creates a store."""
     where = _location(path)
-    missing = FileNotFoundError(f"{os.fspath(where)}: no {SCHEMA} there; it is not a loaderx dataset")
+    shown = _shown(where) if isinstance(where, str) else os.fspath(where)
+    if isinstance(where, Path) and not where.exists():
+        raise StoreNotFoundError.new(f"{shown}: no such directory; there is no dataset there")
+    if isinstance(where, Path) and where.is_file() and where.suffix != ".json":
+        raise StoreNotFoundError.new(f"{shown} is a file; a dataset is a store's directory or a manifest (.json)")
+    missing = StoreNotFoundError.new(f"{shown}: no {SCHEMA} there; it is not a loaderx dataset")
     listed = _manifest_file(where)
     if listed is not None:
         store = _Records(listed, storage_options, cache)
@@ -75,9 +95,16 @@ def _open(path, kind, storage_options, cache):
 class _Base(Exports):
     """What both kinds share: the schema, the store handle and index parsing."""
 
-    _kind = None
+    _kind: ClassVar[str | None] = None
+    _store: Zrecord | _Records | None
+    _schema: _loaderx.Schema
 
-    def __init__(self, path, storage_options=None, cache=None):
+    if TYPE_CHECKING:
+
+        def __getitems__(self, idxs: Index) -> Any: ...
+        def _shaped(self, got: Any, shape: tuple[int, ...]) -> Any: ...
+
+    def __init__(self, path: StrPath, storage_options: dict[str, str] | None = None, cache: Cache | None = None) -> None:
         self._store, self._schema = _open(path, self._kind, storage_options, cache)
         self.path = self._store.path
         self.dtype = np.dtype(self._schema.dtype)
@@ -88,16 +115,24 @@ class _Base(Exports):
         self.codec = codec if codec is not None else "zstd"
         self._store.codec = self.codec if self.codec in CODECS else "zstd"
 
-    def __len__(self):
-        return len(self._store)
+    def _open_store(self) -> Zrecord | _Records:
+        """The store handle, or :class:`StoreClosedError` after :meth:`close`."""
+        store = self._store
+        if store is None:
+            raise StoreClosedError.new(f"I/O operation on a closed {type(self).__name__}")
+        return store
 
-    def __repr__(self):
-        return f"{type(self).__name__}({os.fspath(self.path)!r}, {len(self)} x {self.item_shape} {self.dtype})"
+    def __len__(self) -> int:
+        return len(self._open_store())
 
-    def __reduce__(self):
-        return (type(self), (os.fspath(self.path), self._store.storage_options, self._store.cache))
+    def __repr__(self) -> str:
+        state = "closed" if self._store is None else f"{len(self)} x"
+        return f"{type(self).__name__}({_shown(os.fspath(self.path))!r}, {state} {self.item_shape} {self.dtype})"
 
-    def _idxs(self, idx):
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (os.fspath(self.path), self._store.storage_options, self._store.cache))  # type: ignore[union-attr]
+
+    def _idxs(self, idx: Index) -> npt.NDArray[np.uint64]:
         """Any supported index as a contiguous uint64 array, bounds-checked (by the engine)."""
         if _engine_ready(idx):  # what samplers and loaders pass; small batches are mostly overhead
             return idx
@@ -113,24 +148,30 @@ class _Base(Exports):
             return np.flatnonzero(a).astype(np.uint64)
         return _indices(idx, n)
 
-    def _listing(self):
+    def _listing(self) -> list[list[Any]] | None:
         """For a dataset over a manifest, its stores as listed with their records (what a loader
         state records, so a state from another set of stores is refused); None for one store."""
         listing = getattr(self._store, "listing", None)
         return listing() if listing is not None else None
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: Index) -> Any:
         if isinstance(idx, (int, np.integer)):
             return self.__getitems__(idx)[0]
-        return self.__getitems__(idx)
+        shape = np.shape(cast("npt.ArrayLike", idx)) if not isinstance(idx, slice) else ()
+        got = self.__getitems__(idx)
+        if len(shape) > 1 and not (isinstance(idx, np.ndarray) and idx.dtype == np.bool_):
+            return self._shaped(got, shape)  # as NumPy: an index array of shape S gives S + item
+        return got
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, exc_type, exc_val, exc_tb):
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> None:
         self.close()
 
-    def close(self):
+    def close(self) -> None:
         store = getattr(self, "_store", None)
         if store is not None:
             store.close()
@@ -139,27 +180,75 @@ class _Base(Exports):
 
 class DenseDataset(_Base):
     """Fixed-shape records: ``ds[idxs]`` is an array of shape ``(len(idxs), *item_shape)``,
-    ``ds[i]`` one sample of shape ``item_shape``."""
+    ``ds[i]`` one sample of shape ``item_shape``. An index array of more dimensions gives its
+    shape followed by ``item_shape``, as in NumPy.
+
+    Args:
+        path (str | Path): The store's directory, a manifest (``manifest.json`` or a directory
+            holding one, :mod:`loaderx.manifest`), a ``file://`` URL of either, or a remote
+            store's URL (``s3://``, ``gs://``, ``az://``, ``http(s)://``; read-only). Opening
+            never creates anything: a path with no dataset is a
+            :class:`~loaderx.errors.StoreNotFoundError`.
+        storage_options (dict, optional): For URLs: credentials, endpoint, region and the like,
+            as ``object_store`` names them (``{"aws_endpoint": ..., "aws_allow_http": "true"}``);
+            by default they come from the environment (``AWS_ACCESS_KEY_ID``, ...).
+        cache (tuple, optional): ``(directory, max_bytes)``: for a URL, keep fetched chunk
+            blocks in ``directory`` on local disk, at most ``max_bytes`` (least recently used
+            go first), shared by every process that names it. Ignored for local stores.
+
+    Close with :meth:`close` (or ``with``); after it, ``len()`` and indexing raise
+    :class:`~loaderx.errors.StoreClosedError`.
+    """
 
     _kind = "dense"
 
-    def __getitems__(self, idxs):
+    if TYPE_CHECKING:
+
+        @overload
+        def __getitem__(self, idx: int | np.integer[Any]) -> Any: ...
+        @overload
+        def __getitem__(self, idx: IndexArray) -> npt.NDArray[Any]: ...
+        def __getitem__(self, idx: Index) -> Any: ...
+
+    def __getitems__(self, idxs: Index) -> npt.NDArray[Any]:
         idxs = self._idxs(idxs)
-        flat = self._store._s.gather_fixed_new(idxs, self._row_bytes)
+        flat = self._open_store()._s.gather_fixed_new(idxs, self._row_bytes)
         return flat.view(self.dtype).reshape((idxs.size, *self.item_shape))
+
+    def _shaped(self, batch: npt.NDArray[Any], shape: tuple[int, ...]) -> npt.NDArray[Any]:
+        return batch.reshape((*shape, *self.item_shape))
 
 
 class RaggedDataset(_Base):
     """Variable-length records: ``ds[i]`` is one ``(rows, *item_shape)`` array, ``ds[idxs]``
-    a list of them (views into one gathered buffer)."""
+    a list of them (views into one gathered buffer); an index array of more dimensions gives
+    nested lists of its shape. Takes the arguments of :class:`DenseDataset` (``path``,
+    ``storage_options``, ``cache``)."""
 
     _kind = "ragged"
 
-    def __getitems__(self, idxs):
+    if TYPE_CHECKING:
+
+        @overload
+        def __getitem__(self, idx: int | np.integer[Any]) -> npt.NDArray[Any]: ...
+        @overload
+        def __getitem__(self, idx: slice | Sequence[int | np.integer[Any]]) -> list[npt.NDArray[Any]]: ...
+        @overload
+        def __getitem__(self, idx: IndexArray) -> list[Any]: ...
+        def __getitem__(self, idx: Index) -> Any: ...
+
+    def __getitems__(self, idxs: Index) -> list[npt.NDArray[Any]]:
         idxs = self._idxs(idxs)
         # One engine call: every length checked against the schema, the records back to back in
         # a recycled buffer. The samples are views into it, cut at Python-int row bounds.
-        flat, byte_lens = self._store._s.gather_ragged_new(idxs, self._schema)
+        flat, byte_lens = self._open_store()._s.gather_ragged_new(idxs, self._schema)
         values = flat.view(self.dtype).reshape((flat.size // self._row_bytes, *self.item_shape))
         ends = np.cumsum(byte_lens // self._row_bytes, dtype=np.int64).tolist()
         return [values[a:b] for a, b in zip([0, *ends], ends)]
+
+    def _shaped(self, records: list[Any], shape: tuple[int, ...]) -> list[Any]:
+        """The records as nested lists of ``shape`` (NumPy's shape of the index array)."""
+        if len(shape) == 1:
+            return records
+        step = len(records) // shape[0] if shape[0] else 0
+        return [self._shaped(records[k * step : (k + 1) * step], shape[1:]) for k in range(shape[0])]

@@ -23,18 +23,30 @@ devices of all processes). Invariants:
 A loader holds devices, so it does not pickle: build it in each process.
 """
 
-from fractions import Fraction
+from __future__ import annotations
 
-import jax
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from ._extras import missing
+
+try:
+    import jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+except ImportError as e:
+    raise missing(e, "loaderx.jax", "jax", "pip install jax") from None
 
 from . import dataloader as _base
+
+if TYPE_CHECKING:
+    from ._typing import Stream
 
 __all__ = ["DataLoader", "sharding"]
 
 
-def sharding(axis="data", devices=None):
+def sharding(axis: str = "data", devices: Iterable[Any] | None = None) -> Any:
     """A ``NamedSharding`` splitting the leading axis over ``devices`` (default
     ``jax.devices()``: every device of every process) on a 1-D mesh named ``axis``."""
     devices = jax.devices() if devices is None else list(devices)
@@ -44,7 +56,7 @@ def sharding(axis="data", devices=None):
 _default_sharding = sharding  # DataLoader's `sharding` argument shadows the function
 
 
-def _layout(spec):
+def _layout(spec: Any) -> tuple[int, list[tuple[Fraction, Fraction]]]:
     """Where ``spec`` puts a global batch on this process's devices: the number of distinct
     blocks of rows they hold, and those rows as merged ``(start, stop)`` runs, in fractions of
     the batch."""
@@ -52,7 +64,7 @@ def _layout(spec):
     rank = max(1, len(getattr(spec, "spec", ())))
     index_map = spec.addressable_devices_indices_map((n,) * rank)
     blocks = sorted({index[0].indices(n)[:2] for index in index_map.values()})
-    runs = []
+    runs: list[list[int]] = []
     for start, stop in blocks:
         if runs and runs[-1][1] == start:
             runs[-1][1] = stop
@@ -61,7 +73,7 @@ def _layout(spec):
     return len(blocks), [(Fraction(start, n), Fraction(stop, n)) for start, stop in runs]
 
 
-class DataLoader(_base.DataLoader):
+class DataLoader(_base.DataLoader[Any]):
     """A :class:`loaderx.dataloader.DataLoader` yielding global ``jax.Array`` batches.
 
     Takes the base loader's arguments, with ``shard_index``/``shard_count`` defaulting to this
@@ -77,7 +89,15 @@ class DataLoader(_base.DataLoader):
     returned as they are.
     """
 
-    def __init__(self, streams, *args, sharding=None, shard_index=None, shard_count=None, **kwargs):
+    def __init__(
+        self,
+        streams: Mapping[str, Stream],
+        *args: Any,
+        sharding: Any = None,
+        shard_index: int | None = None,
+        shard_count: int | None = None,
+        **kwargs: Any,
+    ) -> None:
         if shard_index is None or shard_count is None:
             place = _base.jax_shard()
             shard_index = place["shard_index"] if shard_index is None else shard_index
@@ -86,7 +106,7 @@ class DataLoader(_base.DataLoader):
         self.sharding = _default_sharding() if sharding is None else sharding
         self._check_sharding()
 
-    def _check_sharding(self):
+    def _check_sharding(self) -> None:
         spec, count, index = self.sharding, self.shard_count, self.shard_index
         processes = {d.process_index for d in spec.device_set}
         if len(processes) > 1 and count != jax.process_count():
@@ -111,7 +131,7 @@ class DataLoader(_base.DataLoader):
                 "jax.devices(), or a sharding over this process's devices with shard_count=1"
             )
 
-    def _global(self, path, local):
+    def _global(self, path: Any, local: Any) -> Any:
         if not isinstance(local, np.ndarray):
             return local
         per = self.batch_size // self.shard_count
@@ -123,10 +143,10 @@ class DataLoader(_base.DataLoader):
             )
         return jax.make_array_from_process_local_data(self.sharding, local, (self.batch_size, *local.shape[1:]))
 
-    def __next__(self):
+    def __next__(self) -> Any:
         return jax.tree_util.tree_map_with_path(self._global, super().__next__())
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         raise TypeError(
             "a loaderx.jax.DataLoader holds JAX devices and does not pickle; build the loader in each process "
             "(its state_dict() does pickle, and resumes it there)"

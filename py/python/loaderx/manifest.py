@@ -12,23 +12,36 @@ Build a big dataset with independent writers: each writes its own store (with
 all. The commit opens and checks every store first (the layout must match the others'), then
 replaces the manifest atomically: a reader sees the old list or the new one, and a store that
 failed or is still being written is never listed. Opening checks every store against its entry:
-a store whose length changed since it was listed, or that is missing, is an error naming it.
+a store whose length changed since it was listed, or that is missing, is an error naming it;
+after appending to listed stores, :func:`refresh` lists their new lengths.
 
 Stores may be local paths (relative ones are relative to the manifest's directory) or URLs;
 the manifest itself is a local file. Datasets over a manifest are read-only.
 """
 
+from __future__ import annotations
+
+import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+import numpy as np
+import numpy.typing as npt
 
 from . import _loaderx
+from .errors import BadArgumentError, CorruptStoreError, StoreNotFoundError
+from .zrecord import _location, _writable
 
-__all__ = ["MANIFEST_FILE", "commit", "stores"]
+if TYPE_CHECKING:
+    from ._typing import Cache, StrPath
+
+__all__ = ["MANIFEST_FILE", "commit", "refresh", "stores"]
 
 MANIFEST_FILE = "manifest.json"
 
 
-def _manifest_file(path):
+def _manifest_file(path: StrPath) -> Path | None:
     """The manifest file ``path`` names (the file itself, or ``manifest.json`` in a directory
     that is not a store), or None when ``path`` is not a manifest."""
     if isinstance(path, str) and _loaderx.is_url(path):
@@ -41,26 +54,112 @@ def _manifest_file(path):
     return None
 
 
-def commit(path, stores, storage_options=None):
+def commit(path: StrPath, stores: Iterable[StrPath], storage_options: dict[str, str] | None = None) -> list[tuple[str, int]]:
     """Add ``stores`` to the manifest at ``path`` (a ``.json`` file, or a directory to hold
     ``manifest.json``), creating it if there is none.
 
     ``stores`` are listed as given: paths relative to the manifest's directory, absolute paths,
-    or URLs. Every store is opened and checked before anything is written; a store of another
-    layout, a missing store or one listed twice raises and leaves the manifest as it was.
-    Commit from one process at a time. Returns the listed ``(store, records)`` pairs.
+    or URLs (local paths normalized, so ``./A/`` is listed as ``A``). The manifest's directory
+    is created if missing; the manifest itself is local (a URL is a ``BadArgumentError``). Every
+    store is opened and checked before anything is written; a store of another layout, a
+    missing store or one listed twice (under any spelling) raises and leaves the manifest as it
+    was. Commit from one process at a time. Returns the listed ``(store, records)`` pairs.
     """
-    p = Path(path)
+    p = _writable(path, "commit a manifest to")
     if p.is_dir() or p.suffix != ".json":
         p = p / MANIFEST_FILE
-    return _loaderx.commit(os.fspath(p), [os.fspath(s) for s in stores], storage_options)
+    if isinstance(stores, (str, bytes, os.PathLike)):
+        raise TypeError(f"stores is a list of stores, got one {type(stores).__name__}: commit(path, [store])")
+    listed = [_spelling(s) for s in stores]
+    _check_twice(p, listed)
+    made = [d for d in (p.parent, *p.parent.parents) if not d.exists()]
+    for d in reversed(made):  # the manifest's directory, as a converter makes a store's
+        d.mkdir()
+    try:
+        return _loaderx.commit(os.fspath(p), listed, storage_options)
+    except BaseException:
+        for d in made:
+            try:
+                d.rmdir()
+            except OSError:
+                break
+        raise
 
 
-def stores(path):
-    """The ``(store, records)`` pairs the manifest at ``path`` lists, each checked."""
-    found = _manifest_file(path)
+def refresh(path: StrPath, storage_options: dict[str, str] | None = None) -> list[tuple[str, int]]:
+    """Re-read the length of every store the manifest at ``path`` lists, after stores grew
+    (appended to with a converter), and replace the manifest atomically with the new lengths.
+
+    A dataset opened over a manifest refuses a store whose length changed since it was listed
+    (its records would shift under every index after it); ``refresh`` is how the change is
+    accepted. The stores are checked as :func:`commit` checks them. Returns the listed
+    ``(store, records)`` pairs.
+    """
+    found = _manifest_file(_location(path))
     if found is None:
-        raise FileNotFoundError(f"{os.fspath(path)}: no {MANIFEST_FILE} there")
+        raise StoreNotFoundError.new(f"{os.fspath(path)}: no {MANIFEST_FILE} there")
+    try:
+        listed = [entry["path"] for entry in json.loads(found.read_text())["stores"]]
+    except (ValueError, KeyError, TypeError) as e:
+        raise CorruptStoreError.new(f"{found}: not a loaderx manifest ({type(e).__name__}: {e})", file=os.fspath(found)) from None
+    fresh = found.with_name(f".{found.name}.refresh-{os.getpid()}.json")
+    try:
+        pairs = _loaderx.commit(os.fspath(fresh), listed, storage_options)
+        os.replace(fresh, found)  # the engine wrote and synced it; the rename is atomic
+        _sync_dir(found.parent)
+    finally:
+        if fresh.exists():
+            fresh.unlink()
+    return pairs
+
+
+def _sync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return  # not openable as a file (Windows): the rename is still atomic
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _spelling(store: StrPath) -> str:
+    """How a store is listed: URLs as given, local paths normalized (``./A/`` and ``A`` are one
+    spelling), so one store is never listed under two names."""
+    s = os.fspath(store)
+    if isinstance(s, bytes):
+        s = os.fsdecode(s)
+    where = _location(s)
+    return where if isinstance(where, str) else os.path.normpath(where)
+
+
+def _check_twice(manifest_file: Path, new: list[str]) -> None:
+    """Refuse a store that the manifest (or this commit) would list twice under different
+    spellings (a relative and an absolute path, or through a symlink)."""
+    seen: dict[str, str] = {}
+    already: list[str] = []
+    if manifest_file.is_file():
+        try:
+            already = [entry["path"] for entry in json.loads(manifest_file.read_text())["stores"]]
+        except (ValueError, KeyError, TypeError):
+            return  # the engine reports the damaged manifest
+    for listed in [*already, *new]:
+        where = _location(listed)
+        key = where if isinstance(where, str) else os.path.realpath(manifest_file.parent / where)
+        if key in seen:
+            which = f"{listed} is listed twice" if seen[key] == listed else f"{listed} and {seen[key]} are the same store"
+            raise BadArgumentError.new(f"{which}; a manifest lists each store once")
+        seen[key] = listed
+
+
+def stores(path: StrPath) -> list[tuple[str, int]]:
+    """The ``(store, records)`` pairs the manifest at ``path`` lists, each checked."""
+    found = _manifest_file(_location(path))
+    if found is None:
+        raise StoreNotFoundError.new(f"{os.fspath(path)}: no {MANIFEST_FILE} there")
     many = _loaderx.Many(os.fspath(found))
     try:
         return many.stores
@@ -73,7 +172,7 @@ class _Records:
 
     codec = "zstd"
 
-    def __init__(self, path, storage_options=None, cache=None):
+    def __init__(self, path: StrPath, storage_options: dict[str, str] | None = None, cache: Cache | None = None) -> None:
         from .zrecord import _cache
 
         self.path = Path(path)
@@ -82,15 +181,15 @@ class _Records:
         cache_dir, cache_bytes = self.cache or (None, None)
         self._s = _loaderx.Many(os.fspath(path), self.storage_options, None, cache_dir, cache_bytes)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._s)
 
-    def listing(self):
+    def listing(self) -> list[list[Any]]:
         """The stores as listed, with their records: ``[[store, records], ...]``."""
         return [[path, int(n)] for path, n in self._s.stores]
 
-    def gather(self, idxs, dst, offsets):
+    def gather(self, idxs: npt.NDArray[np.uint64], dst: npt.NDArray[np.uint8], offsets: npt.NDArray[np.uint64]) -> None:
         self._s.gather(idxs, dst, offsets)
 
-    def close(self):
+    def close(self) -> None:
         self._s.close()

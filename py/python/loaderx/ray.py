@@ -15,25 +15,40 @@
 Ray schedules everything; loaderx adds no scheduler.
 """
 
+from __future__ import annotations
+
 import shutil
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
-from ray.data import Datasink, Datasource, ReadTask
-from ray.data.block import BlockAccessor, BlockMetadata
+from ._extras import missing
+
+try:
+    from ray.data import Datasink, Datasource, ReadTask
+    from ray.data.block import BlockAccessor, BlockMetadata
+except ImportError as e:
+    raise missing(e, "loaderx.ray", "ray", 'pip install "ray[data]"') from None
 
 from . import arrow, manifest
 from .converter import from_arrow, from_numpy
 from .dataset import DenseDataset, RaggedDataset
 from .errors import BadArgumentError
-from .zrecord import Zrecord, _location
+from .zrecord import Zrecord, _location, _writable
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from ._typing import StrPath
 
 __all__ = ["LoaderxDatasink", "LoaderxDatasource"]
 
 PARTS = "parts"
 
 
-def open_any(location, storage_options=None):
+def open_any(
+    location: StrPath, storage_options: dict[str, str] | None = None
+) -> DenseDataset | RaggedDataset | Zrecord:
     """The dataset at ``location``: dense or ragged by its schema, a ``Zrecord`` of byte
     strings when it has none."""
     try:
@@ -44,7 +59,9 @@ def open_any(location, storage_options=None):
         return Zrecord._existing(_location(location), storage_options, None)
 
 
-def _open_all(locations, storage_options):
+def _open_all(
+    locations: Mapping[str, StrPath], storage_options: dict[str, str] | None
+) -> dict[str, DenseDataset | RaggedDataset | Zrecord]:
     return {name: open_any(loc, storage_options) for name, loc in locations.items()}
 
 
@@ -59,25 +76,32 @@ class LoaderxDatasource(Datasource):
         storage_options (dict): For URLs, as the datasets take them.
     """
 
-    def __init__(self, location, column="data", block_format="arrow", batch_bytes=arrow.BATCH_BYTES,
-                 storage_options=None):
+    def __init__(
+        self,
+        location: StrPath | dict[str, StrPath],
+        column: str = "data",
+        block_format: str = "arrow",
+        batch_bytes: int = arrow.BATCH_BYTES,
+        storage_options: dict[str, str] | None = None,
+    ) -> None:
         super().__init__()
         if block_format not in ("arrow", "numpy"):
             raise ValueError(f"block_format must be 'arrow' or 'numpy', got {block_format!r}")
-        self.locations = dict(location) if isinstance(location, dict) else {column: location}
+        self.locations: dict[str, StrPath] = dict(location) if isinstance(location, dict) else {column: location}
         self.block_format = block_format
         self.batch_bytes = int(batch_bytes)
         self.storage_options = storage_options
         export = arrow._Export(_open_all(self.locations, storage_options), self.batch_bytes)
         self.schema, self.length, self.record_bytes = export.schema, export.length, export.record_bytes
 
-    def get_name(self):
+    def get_name(self) -> str:
         return "Loaderx"
 
-    def estimate_inmemory_data_size(self):
+    def estimate_inmemory_data_size(self) -> int:
         return self.length * self.record_bytes
 
-    def get_read_tasks(self, parallelism, per_task_row_limit=None, data_context=None):
+    def get_read_tasks(self, parallelism: int, per_task_row_limit: int | None = None, data_context: Any = None) -> list[Any]:
+        tasks: list[Any]
         n, tasks = self.length, []
         parts = max(1, min(int(parallelism), n))
         bounds = [n * k // parts for k in range(parts + 1)]
@@ -93,12 +117,12 @@ class LoaderxDatasource(Datasource):
 class _Read:
     """One read task: records ``[lo, hi)``, opened in the worker."""
 
-    def __init__(self, source, lo, hi):
+    def __init__(self, source: LoaderxDatasource, lo: int, hi: int) -> None:
         self.locations, self.storage_options = source.locations, source.storage_options
         self.block_format, self.batch_bytes = source.block_format, source.batch_bytes
         self.lo, self.hi = lo, hi
 
-    def __call__(self):
+    def __call__(self) -> Iterator[Any]:
         opened = _open_all(self.locations, self.storage_options)
         for batch in arrow._Export(opened, self.batch_bytes).batches(self.lo, self.hi):
             if self.block_format == "arrow":
@@ -107,7 +131,7 @@ class _Read:
                 yield BlockAccessor.batch_to_block({name: _numpy(opened[name], batch.column(name)) for name in opened})
 
 
-def _numpy(ds, column):
+def _numpy(ds: object, column: Any) -> npt.NDArray[Any]:
     """A column of a batch as NumPy: an array of rows for dense data, else a list of records."""
     if isinstance(ds, DenseDataset):
         return arrow._dense_values(arrow._pa(), "", column).reshape((len(column), *ds.item_shape))
@@ -123,7 +147,8 @@ class LoaderxDatasink(Datasink):
     module doc).
 
     Args:
-        path: A local directory. One column goes to the manifest there (``manifest.json`` and
+        path: A local directory (a URL is a ``BadArgumentError``: stores on URLs are
+            read-only). One column goes to the manifest there (``manifest.json`` and
             ``parts/``); several go to one manifest each, in ``path/<column>``, whose stores
             line up record for record (the DataLoader's streams).
         column (str | list[str]): The column or columns to store; may be omitted when the data
@@ -134,28 +159,28 @@ class LoaderxDatasink(Datasink):
     commits leaves them with different lengths, which the DataLoader refuses to pair.
     """
 
-    def __init__(self, path, column=None, codec="zstd"):
-        self.path = Path(path)
+    def __init__(self, path: StrPath, column: str | Sequence[str] | None = None, codec: str = "zstd") -> None:
+        self.path = _writable(path, "write a Ray dataset to")  # a URL is refused here, on the driver
         self.columns = [column] if isinstance(column, str) else (list(column) if column is not None else None)
         self.codec = codec
         self.job = uuid.uuid4().hex[:8]
-        self.removed = []
+        self.removed: list[str] = []
 
-    def get_name(self):
+    def get_name(self) -> str:
         return "Loaderx"
 
-    def _root(self, column):
+    def _root(self, column: str) -> Path:
         """Where a column's manifest goes."""
         return self.path if self.columns is None or len(self.columns) == 1 else self.path / column
 
-    def _roots(self):
+    def _roots(self) -> list[Path]:
         return [self._root(c) for c in self.columns] if self.columns else [self.path]
 
-    def on_write_start(self, schema=None):
+    def on_write_start(self, schema: Any = None) -> None:
         for root in self._roots():
             (root / PARTS).mkdir(parents=True, exist_ok=True)
 
-    def write(self, blocks, ctx):
+    def write(self, blocks: Iterable[Any], ctx: Any) -> dict[str, Any] | None:
         name = f"{PARTS}/{self.job}-{ctx.task_idx:05d}-{uuid.uuid4().hex[:8]}"
         rows = 0
         for block in blocks:
@@ -168,7 +193,7 @@ class LoaderxDatasink(Datasink):
             rows += acc.num_rows()
         return {"store": name, "rows": rows} if rows else None
 
-    def _write_column(self, store, acc, table, column):
+    def _write_column(self, store: Path, acc: Any, table: Any, column: str) -> None:
         if column not in table.column_names:
             raise KeyError(f"no column {column!r}; the data has {table.column_names}")
         if getattr(table.schema.field(column).type, "extension_name", "").startswith("ray."):
@@ -180,17 +205,17 @@ class LoaderxDatasink(Datasink):
         else:
             from_arrow(store, table, column=column, codec=self.codec, progress=False)
 
-    def on_write_complete(self, write_result):
+    def on_write_complete(self, write_result: Any) -> None:
         written = [r for r in write_result.write_returns if r]
         if written:
             for root in self._roots():
                 manifest.commit(root, [r["store"] for r in written])
         self._remove_leftovers({r["store"] for r in written})
 
-    def on_write_failed(self, error):
+    def on_write_failed(self, error: Exception) -> None:
         self._remove_leftovers(set())
 
-    def _remove_leftovers(self, keep):
+    def _remove_leftovers(self, keep: set[str]) -> None:
         """Removes the stores this job started and did not list (from failed or retried
         attempts); ``self.removed`` names them."""
         self.removed = []
@@ -201,7 +226,7 @@ class LoaderxDatasink(Datasink):
                     shutil.rmtree(d, ignore_errors=True)
 
 
-def _only(names):
+def _only(names: Sequence[str]) -> str:
     if len(names) != 1:
         raise ValueError(f"the data has columns {names}: pass column= to LoaderxDatasink")
     return names[0]

@@ -25,17 +25,32 @@ taken and save ``state_dict(step=k)``. StatefulDataLoader itself refuses a diffe
 workers on resume; a state from ``state_dict(step=k)`` loads under any worker count.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+
 import numpy as np
-import torch
-from torch.utils import data as _tud
+import numpy.typing as npt
+
+from ._extras import missing
+
+try:
+    import torch
+    from torch.utils import data as _tud
+except ImportError as e:
+    raise missing(e, "loaderx.torch", "torch", "pip install torch") from None
 
 from .dataloader import DataLoader, _check_state, _fingerprint, torch_shard
 from .sampler import Sampler
 
+if TYPE_CHECKING:
+    from ._typing import Index
+    from .dataset import DenseDataset, RaggedDataset
+
 __all__ = ["BatchSampler", "Dataset", "IterableDataset", "collate", "to_torch"]
 
 
-def to_torch(value):
+def to_torch(value: Any) -> Any:
     """NumPy arrays in ``value`` (nested in dicts, lists and tuples) as tensors sharing their
     memory. Arrays of a dtype torch lacks, and other values, are returned unchanged."""
     if isinstance(value, np.ndarray):
@@ -51,7 +66,7 @@ def to_torch(value):
     return value
 
 
-def _shard(shard_index, shard_count):
+def _shard(shard_index: int | None, shard_count: int | None) -> tuple[int, int]:
     if shard_index is None and shard_count is None:
         place = torch_shard()
         return place["shard_index"], place["shard_count"]
@@ -73,20 +88,20 @@ class IterableDataset(_tud.IterableDataset):
     in a new iterator, load ``state_dict(step=k)`` first.
     """
 
-    def __init__(self, loader):
+    def __init__(self, loader: DataLoader[Any]) -> None:
         if not isinstance(loader, DataLoader):
             raise TypeError(f"IterableDataset takes a loaderx DataLoader, got {type(loader).__name__}")
         self.loader = loader
         self._base = loader.step  # the first step of worker 0 (of the only iterator without workers)
-        self._next = None  # the next step this process's iterator yields, once iterating
+        self._next: int | None = None  # the next step this process's iterator yields, once iterating
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         info = _tud.get_worker_info()
         if info is None:
             return self._in_process(self._base)
         return self._in_worker(self._base + info.id, info.num_workers)
 
-    def _in_process(self, start):
+    def _in_process(self, start: int) -> Iterator[Any]:
         loader = self.loader
         loader.seek(start)
         self._next = start
@@ -95,7 +110,7 @@ class IterableDataset(_tud.IterableDataset):
             self._next += 1
             yield to_torch(batch)
 
-    def _in_worker(self, start, stride):
+    def _in_worker(self, start: int, stride: int) -> Iterator[Any]:
         self._next = start
         produce = self.loader._produce
         while True:
@@ -103,7 +118,7 @@ class IterableDataset(_tud.IterableDataset):
             self._next += stride
             yield to_torch(batch)
 
-    def state_dict(self, step=None):
+    def state_dict(self, step: int | None = None) -> dict[str, Any]:
         """The loader state to resume from: at global ``step`` when given (the number of batches
         the training loop has taken), else where this iterator stands (what StatefulDataLoader
         records in each worker)."""
@@ -111,13 +126,13 @@ class IterableDataset(_tud.IterableDataset):
             step = self._base if self._next is None else self._resume_base()
         return self.loader._state_at(step)
 
-    def _resume_base(self):
+    def _resume_base(self) -> int:
         # In worker w of W, after yielding step s the next is s + W: recording (next - w) as
         # the base makes the restored worker w start at base + w = next again.
         info = _tud.get_worker_info()
-        return self._next - (info.id if info is not None else 0)
+        return self._next - (info.id if info is not None else 0)  # type: ignore[operator]  # iterating
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume at the state's step (refused, with the differences, when the state comes from
         another loader config)."""
         self.loader.load_state_dict(state)
@@ -130,13 +145,13 @@ class _Rows:
 
     __slots__ = ("arrays", "n")
 
-    def __init__(self, arrays, n):
+    def __init__(self, arrays: Any, n: int) -> None:
         self.arrays, self.n = arrays, n
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.n
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: int | slice) -> Any:
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(self.n))]
         if not -self.n <= i < self.n:
@@ -145,7 +160,7 @@ class _Rows:
             return {name: values[i] for name, values in self.arrays.items()}
         return self.arrays[i]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return (self[i] for i in range(self.n))
 
 
@@ -158,22 +173,22 @@ class Dataset(_tud.Dataset):
     so this works in worker processes under fork and spawn.
     """
 
-    def __init__(self, streams):
-        self.streams = dict(streams) if isinstance(streams, dict) else streams
+    def __init__(self, streams: Mapping[str, DenseDataset | RaggedDataset] | DenseDataset | RaggedDataset) -> None:
+        self.streams: Any = dict(streams) if isinstance(streams, dict) else streams
         sizes = {len(s) for s in self.streams.values()} if isinstance(self.streams, dict) else {len(self.streams)}
         if len(sizes) != 1:
             raise ValueError(f"all streams must have the same length, got {sorted(sizes)}")
         self._len = sizes.pop()
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._len
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: Index) -> Any:
         if isinstance(self.streams, dict):
             return {name: s[i] for name, s in self.streams.items()}
         return self.streams[i]
 
-    def __getitems__(self, indices):
+    def __getitems__(self, indices: Sequence[int] | npt.NDArray[np.integer[Any]]) -> _Rows:
         idx = np.asarray(indices, dtype=np.int64)
         if isinstance(self.streams, dict):
             arrays = {name: s[idx] for name, s in self.streams.items()}
@@ -182,7 +197,7 @@ class Dataset(_tud.Dataset):
         return _Rows(arrays, len(idx))
 
 
-def collate(batch):
+def collate(batch: Any) -> Any:
     """torch's ``collate_fn`` for :class:`Dataset`: a batch from ``__getitems__`` becomes
     tensors sharing the gathered arrays' memory (ragged streams stay lists of tensors); any
     other batch goes to torch's ``default_collate``."""
@@ -197,7 +212,8 @@ class BatchSampler(_tud.Sampler):
     Args:
         length (int): Records in the dataset.
         batch_size (int): The global batch size; ``shard_count`` must divide it.
-        mode (int): Sampler mode (``Sampler.Mode``). Defaults to 1 (IID).
+        mode (str | int): Sampler mode, ``"sequential"``, ``"iid"`` (the default) or ``"cyclic"``
+            (or 0, 1, 2; see :mod:`loaderx.sampler`).
         seed (int): Defaults to 42.
         shard_index, shard_count (int): This rank's place; default to torch.distributed's rank
             and world size (0 of 1 when it is not initialised).
@@ -208,7 +224,17 @@ class BatchSampler(_tud.Sampler):
     ``r`` of ``R`` takes its ``r``-th slice of ``batch_size / R`` indices.
     """
 
-    def __init__(self, length, batch_size, mode=1, seed=42, *, shard_index=None, shard_count=None, steps=None):
+    def __init__(
+        self,
+        length: int,
+        batch_size: int,
+        mode: int | str = 1,
+        seed: int = 42,
+        *,
+        shard_index: int | None = None,
+        shard_count: int | None = None,
+        steps: int | None = None,
+    ) -> None:
         self.sampler = Sampler(length, batch_size, mode, seed)
         self.shard_index, self.shard_count = _shard(shard_index, shard_count)
         if self.shard_count < 1 or not 0 <= self.shard_index < self.shard_count:
@@ -225,12 +251,12 @@ class BatchSampler(_tud.Sampler):
         self._next = 0
         self._loader_like = _StateRules(self.sampler)
 
-    def __len__(self):
+    def __len__(self) -> int:
         if self.steps is None:
             raise TypeError("an endless BatchSampler has no length; pass steps=")
         return self.steps
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[list[int]]:
         end = None if self.steps is None else self._next + self.steps
         lo = self.shard_index * self._per_shard
         while end is None or self._next < end:
@@ -238,11 +264,11 @@ class BatchSampler(_tud.Sampler):
             self._next += 1
             yield idxs.tolist()
 
-    def state_dict(self, step=None):
+    def state_dict(self, step: int | None = None) -> dict[str, Any]:
         """The loader state at ``step`` (default: the next step this sampler hands out)."""
         return self._loader_like.state_at(self._next if step is None else step)
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self._loader_like.check(state)
         self._next = int(state["step"])
 
@@ -250,7 +276,7 @@ class BatchSampler(_tud.Sampler):
 class _StateRules:
     """Loader states for a bare sampler, built and checked by the DataLoader's rules."""
 
-    def __init__(self, sampler):
+    def __init__(self, sampler: Sampler) -> None:
         self._config = {
             "length": sampler.length,
             "batch_size": sampler.batch_size,
@@ -259,8 +285,8 @@ class _StateRules:
         }
         self._fingerprint = _fingerprint(self._config)
 
-    def state_at(self, step):
+    def state_at(self, step: int) -> dict[str, Any]:
         return {"step": int(step), "fingerprint": self._fingerprint, "config": dict(self._config)}
 
-    def check(self, state):
+    def check(self, state: dict[str, Any]) -> None:
         _check_state(self._config, state)

@@ -11,20 +11,33 @@ replaced after ``fork()`` or dropped by ``close()``) changes under ``_HANDLE_LOC
 path.
 """
 
+from __future__ import annotations
+
 import os
+import re
 import threading
+import urllib.parse
+import urllib.request
 from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _loaderx
 from .arrow import Exports
 from .errors import BadArgumentError, StoreClosedError, StoreIndexError, ZrecordError
 
+if TYPE_CHECKING:
+    from typing_extensions import Buffer, Self, TypeGuard
+
+    from ._typing import Cache, Indices, StrPath
+
 __all__ = ["Zrecord", "ZrecordError", "CODECS", "SCHEMA", "FORMAT", "MAX_RECORD_LEN"]
 
 #: Compression tags, as stored in each table entry.
-CODECS = dict(_loaderx.CODECS)
+CODECS: dict[str, int] = dict(_loaderx.CODECS)
 #: The per-store schema file (written by the converters, read by the datasets).
 SCHEMA = _loaderx.SCHEMA_FILE
 #: The ``format`` value a loaderx schema carries.
@@ -38,7 +51,7 @@ MAX_RECORD_LEN = _loaderx.MAX_RECORD_LEN
 _HANDLE_LOCK = threading.Lock()
 
 
-def _new_lock_in_child():
+def _new_lock_in_child() -> None:
     global _HANDLE_LOCK
     _HANDLE_LOCK = threading.Lock()
 
@@ -47,13 +60,51 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
-def _location(path):
-    """A local path as a Path; a URL (s3://, gs://, az://, http(s)://) kept as the string."""
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _location(path: StrPath) -> str | Path:
+    """A local path as a Path; a URL (s3://, gs://, az://, http(s)://) kept as the string.
+    ``file:///abs/path`` is that local path; any other ``scheme://`` is a
+    :class:`BadArgumentError` (never a local folder named after the scheme)."""
     s = os.fspath(path)
-    return s if _loaderx.is_url(s) else Path(s)
+    if isinstance(s, str) and s[:7].lower() == "file://":
+        parsed = urllib.parse.urlsplit(s)
+        if parsed.netloc not in ("", "localhost") or parsed.query or parsed.fragment:
+            raise BadArgumentError.new(f"{_shown(s)}: a file:// URL names a local path, as file:///abs/path")
+        return Path(urllib.request.url2pathname(parsed.path))
+    if isinstance(s, bytes):
+        s = os.fsdecode(s)
+    if _loaderx.is_url(s):
+        return s
+    if _SCHEME.match(s):
+        raise BadArgumentError.new(
+            f"{_shown(s)}: unsupported URL scheme; a store is a local path, a file:// URL or an "
+            "s3://, gs://, az:// or http(s):// URL"
+        )
+    return Path(s)
 
 
-def _cache(cache):
+def _writable(path: StrPath, what: str = "write") -> Path:
+    """The local directory a write goes to. Writing to object storage or HTTP does not exist
+    yet, so a URL (any ``scheme://`` but ``file://``) is a :class:`BadArgumentError` naming it,
+    never a local folder called ``s3:``."""
+    where = _location(path)
+    if not isinstance(where, Path):
+        raise BadArgumentError.new(
+            f"cannot {what} {_shown(where)}: stores on URLs are read-only (writing to object storage "
+            "is not supported yet); write to a local directory"
+        )
+    return where
+
+
+def _shown(url: str) -> str:
+    """``url`` as it may appear in messages (userinfo and query values hidden)."""
+    redact = getattr(_loaderx, "redact_url", None)
+    return redact(url) if redact is not None else url
+
+
+def _cache(cache: Cache | None) -> tuple[str, int] | None:
     """``(directory, max_bytes)`` for a remote store's disk cache, or None."""
     if cache is None:
         return None
@@ -64,14 +115,14 @@ def _cache(cache):
     return (os.fspath(directory), int(max_bytes))
 
 
-def _codec_tag(codec):
+def _codec_tag(codec: str) -> int:
     try:
         return CODECS[codec]
     except (KeyError, TypeError):
         raise ValueError(f"unknown codec {codec!r}, expected one of {sorted(CODECS)}") from None
 
 
-def _python_ints(idxs):
+def _python_ints(idxs: object) -> list[int] | None:
     """The integers of a list NumPy could not type (ints beyond int64, or int64 mixed with
     uint64), or None if it holds anything but integers."""
     flat = np.asarray(idxs, dtype=object).reshape(-1)
@@ -80,14 +131,14 @@ def _python_ints(idxs):
     return None
 
 
-def _out_of_range(bad, length):
+def _out_of_range(bad: int, length: int | None) -> StoreIndexError:
     return StoreIndexError.new(f"index {bad} out of range for a store of {length} records")
 
 
 _U64 = np.dtype(np.uint64)
 
 
-def _engine_ready(idxs):
+def _engine_ready(idxs: object) -> TypeGuard[npt.NDArray[np.uint64]]:
     """Whether ``idxs`` goes to the engine as it is: a 1-D contiguous, aligned, native uint64
     array (what samplers and loaders pass). The engine checks every index against the length."""
     if type(idxs) is not np.ndarray or idxs.dtype != _U64 or idxs.ndim != 1:
@@ -96,7 +147,7 @@ def _engine_ready(idxs):
     return flags.c_contiguous and flags.aligned
 
 
-def _indices(idxs, length=None):
+def _indices(idxs: Any, length: int | None = None) -> npt.NDArray[np.uint64]:
     """Python integers as record indices (a contiguous uint64 array): negative values count
     from ``length`` when it is given, and anything still negative, or past 2**64, is an
     :class:`IndexError`; anything that is not an integer a :class:`TypeError`. Whether each
@@ -128,7 +179,7 @@ def _indices(idxs, length=None):
     return np.require(a, dtype=np.uint64, requirements=["C", "A"])
 
 
-def _offsets(offsets, name="offsets"):
+def _offsets(offsets: Indices, name: str = "offsets") -> npt.NDArray[np.uint64]:
     """Byte offsets as a contiguous uint64 array; negative or non-integer offsets are a
     :class:`BadArgumentError`."""
     try:
@@ -137,7 +188,27 @@ def _offsets(offsets, name="offsets"):
         raise BadArgumentError.new(f"{name}: {e}") from None
 
 
-def _bytes_view(array, name):
+def _check_split(size: int, offsets: npt.NDArray[np.uint64]) -> None:
+    """Refuse offsets that do not cut ``size`` bytes into records, saying what they would make
+    of them (the engine's own checks would see a wrapped-around length)."""
+    if offsets.size == 0:
+        return
+    ends = np.append(offsets[1:], np.uint64(size))
+    back = np.flatnonzero(ends < offsets)
+    if back.size:
+        k = int(back[0])
+        lengths = ends.astype(np.int64) - offsets.astype(np.int64)
+        shown = lengths[:8].tolist() + (["..."] if lengths.size > 8 else [])
+        raise BadArgumentError.new(
+            f"offsets do not split the {size} bytes of src into records: record {k} would run from "
+            f"byte {int(offsets[k])} to byte {int(ends[k])}. Offsets are where records start, "
+            f"increasing, each below {size} (record i runs to offsets[i + 1], the last to the end "
+            f"of src); these give record lengths {shown}, which sum to {int(lengths.sum())}, "
+            f"not {size}"
+        )
+
+
+def _bytes_view(array: npt.NDArray[Any] | Buffer, name: str) -> npt.NDArray[np.uint8]:
     """A flat uint8 view of a C-contiguous array or bytes-like object (never a copy)."""
     if isinstance(array, np.ndarray):
         if not array.flags.c_contiguous:
@@ -161,17 +232,23 @@ class Zrecord(Exports):
             ``"zstd_dict"`` (which needs a dictionary, see :meth:`train_dict`).
     """
 
-    def __init__(self, path, codec="zstd", storage_options=None, cache=None):
+    def __init__(
+        self,
+        path: StrPath,
+        codec: str = "zstd",
+        storage_options: dict[str, str] | None = None,
+        cache: Cache | None = None,
+    ) -> None:
         _codec_tag(codec)
         self.codec = codec
         self.path = _location(path)
         self.storage_options = dict(storage_options) if storage_options else None
         self.cache = _cache(cache)
-        self._store = self._open(True)
+        self._store: _loaderx.Store | None = self._open(True)
         self._pid = os.getpid()
 
     @classmethod
-    def _existing(cls, path, storage_options=None, cache=None):
+    def _existing(cls, path: StrPath, storage_options: dict[str, str] | None = None, cache: Cache | None = None) -> Self:
         """A handle on a store that exists (never creates one)."""
         self = cls.__new__(cls)
         self.codec = "zstd"
@@ -182,12 +259,12 @@ class Zrecord(Exports):
         self._pid = os.getpid()
         return self
 
-    def _open(self, create):
+    def _open(self, create: bool) -> _loaderx.Store:
         cache_dir, cache_bytes = self.cache or (None, None)
         return _loaderx.Store(os.fspath(self.path), create, self.storage_options, None, cache_dir, cache_bytes)
 
     @property
-    def _s(self):
+    def _s(self) -> _loaderx.Store:
         store = self._store
         if store is None:
             raise StoreClosedError.new("I/O operation on a closed Zrecord")
@@ -205,25 +282,25 @@ class Zrecord(Exports):
                 raise StoreClosedError.new("I/O operation on a closed Zrecord")
         return store
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._s)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "closed" if self._store is None else f"{len(self)} records"
-        return f"Zrecord({os.fspath(self.path)!r}, {state})"
+        return f"Zrecord({_shown(os.fspath(self.path))!r}, {state})"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (os.fspath(self.path), self.codec, self.storage_options, self.cache))
 
-    def sync(self):
+    def sync(self) -> None:
         """Make everything appended so far durable (data, then table, then header)."""
         self._s.sync()
 
-    def lengths(self, idxs):
+    def lengths(self, idxs: Indices) -> npt.NDArray[np.uint32]:
         """Logical (decoded) size in bytes of each record, as uint32."""
         return self._s.lengths(_indices(idxs, len(self)))
 
-    def gather(self, idxs, dst, offsets):
+    def gather(self, idxs: Indices, dst: npt.NDArray[Any] | Buffer, offsets: Indices) -> None:
         """Decode records ``idxs`` into ``dst`` (C-contiguous) at byte ``offsets``.
 
         All indices, destination ranges and table entries are checked before anything is
@@ -236,7 +313,7 @@ class Zrecord(Exports):
             raise BadArgumentError.new(f"{idxs.size} indices but {offsets.size} offsets")
         store.gather(idxs, _bytes_view(dst, "dst"), offsets)
 
-    def append(self, src, offsets, codec=None):
+    def append(self, src: npt.NDArray[Any] | Buffer, offsets: Indices, codec: str | None = None) -> int:
         """Append the records packed in ``src``; record ``i`` starts at byte ``offsets[i]`` and
         runs to the next offset (the last one to the end of ``src``).
 
@@ -244,9 +321,11 @@ class Zrecord(Exports):
         record.
         """
         tag = _codec_tag(self.codec if codec is None else codec)
-        return self._s.append(_bytes_view(src, "src"), _offsets(offsets), tag)
+        data, starts = _bytes_view(src, "src"), _offsets(offsets)
+        _check_split(data.size, starts)
+        return self._s.append(data, starts, tag)
 
-    def train_dict(self, samples, sizes, target):
+    def train_dict(self, samples: npt.NDArray[Any] | Buffer, sizes: Indices, target: int) -> int:
         """Train a zstd dictionary of at most ``target`` bytes on the packed ``samples`` (byte
         lengths ``sizes``), store it as dict.zr and use it for ``zstd_dict`` records.
 
@@ -260,37 +339,39 @@ class Zrecord(Exports):
         sizes = np.ascontiguousarray(sizes, dtype=np.uint64).reshape(-1)
         return self._s.train_dict(samples, sizes, int(target))
 
-    def has_dict(self):
+    def has_dict(self) -> bool:
         """True if the store has a zstd dictionary (dict.zr)."""
         return self._s.has_dict()
 
-    def delete(self, idxs):
+    def delete(self, idxs: Indices) -> None:
         """Remove records, keeping the index space dense: each hole is filled with the current
         last record (largest index first). Only the table changes; see :meth:`compact`.
         Waits for running reads and appends, and blocks new ones while it runs."""
         self._s.delete(_indices(idxs, len(self)))
 
-    def compact(self):
+    def compact(self) -> None:
         """Reclaim the bytes of deleted records, in place. Safe to interrupt: running it again
         finishes the job. Takes exclusive access while it runs."""
         self._s.compact()
 
-    def stats(self):
+    def stats(self) -> dict[str, int]:
         """``records``, ``live_bytes``, ``chunk_bytes`` and ``reclaimable`` (an upper bound on
         what :meth:`compact` would free)."""
         return self._s.stats()
 
-    def verify(self):
+    def verify(self) -> tuple[int, list[tuple[int, str]]]:
         """Decode every record. Returns ``(checked, [(index, reason), ...])``."""
         return self._s.verify()
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, exc_type, exc_val, exc_tb):
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> None:
         self.close()
 
-    def close(self):
+    def close(self) -> None:
         """Release the store. Idempotent."""
         with _HANDLE_LOCK:
             store = getattr(self, "_store", None)
@@ -298,5 +379,5 @@ class Zrecord(Exports):
         if store is not None and getattr(self, "_pid", None) == os.getpid():
             store.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         self.close()
