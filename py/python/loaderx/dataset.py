@@ -157,7 +157,11 @@ class _Base(Exports):
     def __getitem__(self, idx: Index) -> Any:
         if isinstance(idx, (int, np.integer)):
             return self.__getitems__(idx)[0]
-        shape = np.shape(cast("npt.ArrayLike", idx)) if not isinstance(idx, slice) else ()
+        shape: tuple[int, ...] = ()
+        if isinstance(idx, np.ndarray):
+            shape = idx.shape
+        elif isinstance(idx, (list, tuple)) and idx and isinstance(idx[0], (list, tuple, np.ndarray)):
+            shape = np.shape(cast("npt.ArrayLike", idx))  # nested lists: NumPy's shape, as for an array
         got = self.__getitems__(idx)
         if len(shape) > 1 and not (isinstance(idx, np.ndarray) and idx.dtype == np.bool_):
             return self._shaped(got, shape)  # as NumPy: an index array of shape S gives S + item
