@@ -95,7 +95,7 @@ import tokenize
 import traceback
 import types
 import weakref
-from typing import Any, Iterable, Sequence, cast
+from typing import Any, Callable, Iterable, Sequence, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -645,7 +645,7 @@ def _child_main(sock_fd: int, spec_fd: int) -> None:
 # --- what a worker can load: the main module -----------------------------------------------
 
 
-def payload_dumps(prep):
+def payload_dumps(prep: dict[str, Any]) -> Callable[[object], bytes]:
     """The pickling function for what a worker loads (the streams and the transform), given
     ``multiprocessing``'s preparation data ``prep``, which it may change.
 
@@ -660,7 +660,7 @@ def payload_dumps(prep):
     TypeError that says what to do."""
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None) if main is not None else None
-    if path:
+    if main is not None and path:
         line = _unguarded_line(main, path)
         if line is None:
             return lambda obj: pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
@@ -670,7 +670,7 @@ def payload_dumps(prep):
     else:
         where = "`python -c`, an interactive session or a notebook cell"
 
-    def dumps(obj):
+    def dumps(obj: object) -> bytes:
         out = io.BytesIO()
         try:
             _ByValue(out).dump(obj)
@@ -698,7 +698,7 @@ class _NotByValue(pickle.PicklingError):
 class _ByValue(pickle.Pickler):
     """Pickles functions of ``__main__`` by value and modules by name; all else as pickle does."""
 
-    def reducer_override(self, obj):
+    def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, types.ModuleType):
             if obj.__name__ in ("__main__", "__mp_main__"):
                 raise _NotByValue("the __main__ module")
@@ -706,7 +706,7 @@ class _ByValue(pickle.Pickler):
         if getattr(obj, "__module__", None) != "__main__":
             return NotImplemented
         if isinstance(obj, types.FunctionType):
-            names = set()
+            names: set[str] = set()
             _names(obj.__code__, names)
             used = {n: obj.__globals__[n] for n in sorted(names) if n in obj.__globals__}
             try:
@@ -722,7 +722,7 @@ class _ByValue(pickle.Pickler):
         return NotImplemented
 
 
-def _names(code, out):
+def _names(code: types.CodeType, out: set[str]) -> None:
     """The global names ``code`` and the code nested in it may use."""
     out.update(code.co_names)
     for const in code.co_consts:
@@ -730,7 +730,7 @@ def _names(code, out):
             _names(const, out)
 
 
-def _make_function(code, name, qualname, ncells):
+def _make_function(code: bytes, name: str, qualname: str, ncells: int) -> types.FunctionType:
     """A function pickled by :class:`_ByValue`, made in a worker (filled by :func:`_fill_function`)."""
     scope = {"__builtins__": builtins, "__name__": "__main__"}
     closure = tuple(types.CellType() for _ in range(ncells)) or None
@@ -739,7 +739,7 @@ def _make_function(code, name, qualname, ncells):
     return f
 
 
-def _fill_function(f, state):
+def _fill_function(f: types.FunctionType, state: tuple[Any, Any, list[Any], dict[str, Any]]) -> None:
     defaults, kwdefaults, cells, used = state
     f.__defaults__ = defaults
     f.__kwdefaults__ = kwdefaults
