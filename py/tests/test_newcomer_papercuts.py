@@ -141,6 +141,31 @@ def test_converter_modes(tmp_path):
         from_iterator(path, [np.arange(2, dtype=np.int16)], progress=False, mode="error")
 
 
+def test_a_failed_overwrite_leaves_the_old_store_whole(tmp_path):
+    """mode="overwrite" builds the new store beside the old one: a conversion that fails half-way
+    leaves the old records readable and no staging directory behind; one that succeeds keeps the
+    directory's other files."""
+    path = tmp_path / "s"
+    from_numpy(path, np.arange(10, dtype=np.int32), progress=False)
+    (path / "NOTES.txt").write_text("kept")
+
+    def records():
+        yield np.arange(3, dtype=np.int32)
+        raise RuntimeError("source broke")
+
+    with pytest.raises(RuntimeError, match="source broke"):
+        from_iterator(path, records(), progress=False, mode="overwrite")
+    with DenseDataset(path) as ds:
+        assert ds[:].tolist() == list(range(10))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]
+
+    from_numpy(path, np.arange(4, dtype=np.int64), progress=False, mode="overwrite")
+    with DenseDataset(path) as ds:
+        assert ds[:].tolist() == [0, 1, 2, 3] and ds[:].dtype == np.int64
+    assert (path / "NOTES.txt").read_text() == "kept"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]
+
+
 def test_from_arrow_modes(tmp_path):
     pa = pytest.importorskip("pyarrow")
     path = tmp_path / "s"

@@ -11,7 +11,8 @@ Drop-in compatible with ``loaderx.converter`` of loaderx 0.9.11, with these guar
   length before the call: nothing half-written stays visible.
 * ``zstd_dict`` trains on byte views, so it works for every dtype.
 * A second conversion to the same path appends (as in the reference); ``mode="overwrite"``
-  replaces the store and ``mode="error"`` refuses. A converter writes only into a new or empty
+  replaces the store (the new one is built beside it and swapped in once complete, so a failed
+  overwrite leaves the old store as it was) and ``mode="error"`` refuses. A converter writes only into a new or empty
   directory or a store, and only locally: a URL is a ``BadArgumentError``.
 * Long conversions show a progress bar: tqdm when it is installed and stderr is a terminal.
   ``progress=True`` or ``False`` forces it on or off.
@@ -20,6 +21,7 @@ Drop-in compatible with ``loaderx.converter`` of loaderx 0.9.11, with these guar
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from itertools import chain
 from pathlib import Path
@@ -114,11 +116,6 @@ def _target(path: StrPath, mode: str) -> tuple[Path, bool]:
     return path, mode == "overwrite"
 
 
-def _clear(path: Path) -> None:
-    """Remove the store files in ``path`` (``mode="overwrite"``); other files stay."""
-    for f in path.iterdir():
-        if _is_store_file(f.name):
-            f.unlink()
 
 
 def _check_plain(dtype: np.dtype[Any]) -> None:
@@ -154,7 +151,15 @@ def _check_existing(path: Path, schema: _loaderx.Schema | None) -> _loaderx.Sche
 class _Writer:
     """Appends packed batches to a store; on failure rolls the store back to where it started."""
 
-    def __init__(self, path: Path, codec: str, dict_size: int | None, progress: _Progress) -> None:
+    def __init__(self, path: Path, codec: str, dict_size: int | None, progress: _Progress, replace: bool = False) -> None:
+        # mode="overwrite" writes a new store beside the old one, which stays whole until the new
+        # one is complete (publish swaps them); a failed conversion leaves the old store as it was.
+        self.final = path
+        self.replace = replace
+        if replace:
+            path = path.parent / f".{path.name}.loaderx-overwrite-{os.getpid()}"
+            if path.exists():
+                shutil.rmtree(path)  # left by a conversion of this process id that died
         self.path = path
         self.created = not (path / "meta.zr").exists()
         # Directories this call creates (the store and any missing parents), deepest first.
@@ -185,6 +190,9 @@ class _Writer:
         finally:
             self.store.close()
             self.progress.close()
+        if not ok and self.replace:
+            shutil.rmtree(self.path, ignore_errors=True)  # the new store; the old one is untouched
+            return
         if not ok and self.created:
             # The store did not exist before this call: leave no trace of it.
             for f in self.path.iterdir():
@@ -197,6 +205,27 @@ class _Writer:
                     d.rmdir()
                 except OSError:
                     break
+
+    def publish(self, schema: _loaderx.Schema | None) -> None:
+        """Writes the schema and, for ``mode="overwrite"``, puts the new store in the old one's
+        place in one directory rename; files of the old directory that are not store files move
+        over to the new one."""
+        try:
+            if schema is not None:
+                schema.write(os.fspath(self.path))
+        except BaseException:
+            if self.replace:
+                shutil.rmtree(self.path, ignore_errors=True)
+            raise
+        if not self.replace:
+            return
+        old = self.final.parent / f".{self.final.name}.loaderx-replaced-{os.getpid()}"
+        os.rename(self.final, old)
+        os.rename(self.path, self.final)
+        for f in old.iterdir():
+            if not _is_store_file(f.name):
+                os.rename(f, self.final / f.name)
+        shutil.rmtree(old)
 
 
 def from_numpy(
@@ -254,9 +283,7 @@ def from_numpy(
     if existing is not None:
         schema = existing.updated(schema)
     step = max(1, int(chunk_bytes) // itemsize)
-    if replace:
-        _clear(path)
-    writer = _Writer(path, codec, dict_size, _Progress(progress, len(array), f"converting {path.name}"))
+    writer = _Writer(path, codec, dict_size, _Progress(progress, len(array), f"converting {path.name}"), replace)
     ok = False
     try:
         for start in range(0, len(array), step):
@@ -266,7 +293,7 @@ def from_numpy(
         ok = True
     finally:
         writer.finish(ok)
-    schema.write(os.fspath(path))
+    writer.publish(schema)
     return len(array)
 
 
@@ -334,9 +361,7 @@ def from_iterator(
     else:
         expect = existing
     total = getattr(source, "__len__", lambda: None)()
-    if replace:
-        _clear(path)
-    writer = _Writer(path, codec, dict_size, _Progress(progress, total, f"converting {path.name}"))
+    writer = _Writer(path, codec, dict_size, _Progress(progress, total, f"converting {path.name}"), replace)
     buf: list[npt.NDArray[np.uint8]]
     sizes: list[int]
     buf, sizes, acc = [], [], 0
@@ -375,8 +400,7 @@ def from_iterator(
         ok = True
     finally:
         writer.finish(ok)
-    if schema is not None:
-        schema.write(os.fspath(path))
+    writer.publish(schema)
     return writer.written
 
 
@@ -423,9 +447,7 @@ def from_arrow(
     if existing is not None:
         schema = existing.updated(schema)
     pa = arrow._pa()
-    if replace:
-        _clear(path)
-    writer = _Writer(path, codec, dict_size, _Progress(progress, rows, f"converting {path.name}"))
+    writer = _Writer(path, codec, dict_size, _Progress(progress, rows, f"converting {path.name}"), replace)
     ok, first_row = False, 0
     try:
         for arr in arrays:
@@ -447,6 +469,6 @@ def from_arrow(
         ok = True
     finally:
         writer.finish(ok)
-    schema.write(os.fspath(path))
+    writer.publish(schema)
     return writer.written
 
