@@ -6,13 +6,20 @@
 //
 //   loaderx-view STORE [--store2 PATH] [--port N] [--no-open]      (or: make viewer STORE=PATH)
 //
+// A directory is mounted under its own name (/store/NAME/, /store2/NAME/; PARENT/NAME when the
+// folder has a generic name such as "store"), so the page titles it by its folder.
+//
 // STORE may also be an http(s) URL of a store; it is then passed to the page as is (that server
-// must allow the cross-origin reads: CORS with Range, and CORP or CORS under COEP).
+// must allow the cross-origin reads: CORS with Range, and CORP or CORS under COEP). A URL that
+// carries secrets (user:password@, or a query string such as a presigned URL's signature) is
+// never printed or put in the page's address: the page gets `cli:store` and asks this server
+// for the URL (GET /viewer/cli-stores.json, 127.0.0.1 only), and what is printed is redacted.
 import { spawn } from 'node:child_process';
 import { existsSync, realpathSync, statSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { serve } from '../scripts/serve.mjs';
+import { redactUrl } from '../src/redact.js';
 
 const JS_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const DEFAULT_PORT = 8765;
@@ -23,6 +30,24 @@ const USAGE = `usage: loaderx-view STORE [--store2 PATH] [--port N] [--no-open]
   --no-open  only print the URL; do not start a browser`;
 
 const isUrl = (s) => /^https?:\/\//i.test(s);
+/** Whether showing `url` would show a secret (userinfo or query values). */
+const hasSecrets = (url) => redactUrl(url) !== url;
+/** A folder name that says nothing about the store (the viewer's label rule in viewer/open.js). */
+const GENERIC = /^(store|data|records)$/i;
+
+/**
+ * Where a store directory is mounted: `/store/NAME/` (`/store/PARENT/NAME/` when NAME is generic).
+ * @param {string} prefix  '/store/' or '/store2/'
+ * @param {string} dir  an absolute path
+ */
+function mountPath(prefix, dir) {
+  const name = basename(dir) || 'root';
+  const parent = basename(dirname(dir));
+  return GENERIC.test(name) && parent ? `${prefix}${parent}/${name}/` : `${prefix}${name}/`;
+}
+
+/** The query value for a mount path or URL (slashes and colons kept readable). */
+const readable = (/** @type {string} */ q) => q.replace(/%2F/g, '/').replace(/%3A/g, ':');
 
 /** Checks a store argument; returns the mount directory (null for URLs). */
 function storeDir(arg, what) {
@@ -42,7 +67,9 @@ function storeDir(arg, what) {
 export async function startViewer({ store = null, store2 = null, port = DEFAULT_PORT, mounts = {}, range = true, isolate = true, strictPort = false } = {}) {
   const dir1 = store ? storeDir(store, 'STORE') : null;
   const dir2 = store2 ? storeDir(store2, '--store2') : null;
-  const all = { ...mounts, ...(dir1 ? { '/store/': dir1 } : {}), ...(dir2 ? { '/store2/': dir2 } : {}) };
+  const at1 = dir1 ? mountPath('/store/', dir1) : null;
+  const at2 = dir2 ? mountPath('/store2/', dir2) : null;
+  const all = { ...mounts, ...(dir1 && at1 ? { [at1]: dir1 } : {}), ...(dir2 && at2 ? { [at2]: dir2 } : {}) };
   let server;
   try {
     server = await serve({ root: JS_ROOT, mounts: all, port, range, isolate });
@@ -50,12 +77,56 @@ export async function startViewer({ store = null, store2 = null, port = DEFAULT_
     if (e.code !== 'EADDRINUSE' || strictPort) throw e;
     server = await serve({ root: JS_ROOT, mounts: all, port: 0, range, isolate });
   }
+  /** URLs with secrets, handed to the page by name (never in its address). */
+  const secret = {};
   const q = new URLSearchParams();
-  if (store) q.set('store', dir1 ? '/store/' : store);
-  if (store2) q.set('store2', dir2 ? '/store2/' : store2);
-  const query = q.toString().replace(/%2F/g, '/').replace(/%3A/g, ':');
+  /** @type {[string, string | null, string | null][]} */
+  const given = [['store', store, at1], ['store2', store2, at2]];
+  for (const [key, arg, at] of given) {
+    if (!arg) continue;
+    if (at) q.set(key, at);
+    else if (hasSecrets(arg)) {
+      secret[key] = arg;
+      q.set(key, `cli:${key}`);
+    } else q.set(key, arg);
+  }
+  if (Object.keys(secret).length) answer(server.server, '/viewer/cli-stores.json', JSON.stringify(secret), isolate);
+  const query = readable(q.toString());
   const viewerUrl = `${server.url}viewer/${query ? `?${query}` : ''}`;
   return { url: server.url, viewerUrl, close: server.close, server: server.server };
+}
+
+/**
+ * Makes `server` answer GET `path` with the JSON `body` (before its file handler sees it).
+ * @param {import('node:http').Server} server
+ * @param {string} path
+ * @param {string} body
+ * @param {boolean} isolate  send the cross-origin isolation headers the page's files get
+ */
+function answer(server, path, body, isolate) {
+  const files = server.listeners('request');
+  server.removeAllListeners('request');
+  server.on('request', (req, res) => {
+    if (req.method === 'GET' && (req.url ?? '').split('?')[0] === path) {
+      res.writeHead(200, {
+        'Content-Type': 'application/json', 'Cache-Control': 'no-store',
+        ...(isolate ? { 'Cross-Origin-Resource-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {}),
+      });
+      res.end(body);
+      return;
+    }
+    for (const f of files) f.call(server, req, res);
+  });
+}
+
+/**
+ * What the command prints about its stores: directories as resolved paths, URLs redacted.
+ * @param {string} store
+ * @param {string | null} store2
+ */
+function describeStores(store, store2) {
+  const one = (/** @type {string} */ s) => (isUrl(s) ? redactUrl(s) : resolve(s));
+  return `loaderx viewer for ${one(store)}${store2 ? ` and ${one(store2)}` : ''}`;
 }
 
 /** Starts a browser on `url` where one can be shown; failures are ignored (the URL is printed). */
@@ -99,7 +170,7 @@ async function main() {
   try {
     o = parseArgs(process.argv.slice(2));
   } catch (e) {
-    console.error(`loaderx-view: ${e.message}\n${USAGE}`);
+    console.error(`loaderx-view: ${redactUrl(e.message)}\n${USAGE}`);
     return 2;
   }
   if (!o) {
@@ -110,10 +181,10 @@ async function main() {
   try {
     v = await startViewer(o);
   } catch (e) {
-    console.error(`loaderx-view: ${e.message}`);
+    console.error(`loaderx-view: ${redactUrl(e.message)}`);
     return 2;
   }
-  console.log(`loaderx viewer for ${isUrl(o.store) ? o.store : resolve(o.store)}${o.store2 ? ` and ${isUrl(o.store2) ? o.store2 : resolve(o.store2)}` : ''}`);
+  console.log(describeStores(o.store, o.store2));
   console.log('serving on 127.0.0.1 with byte ranges and COOP/COEP (threaded decoding); Ctrl-C stops it');
   console.log(`\n  ${v.viewerUrl}\n`);
   if (o.open) openBrowser(v.viewerUrl);

@@ -5,7 +5,7 @@
 import { Sampler } from '../src/browser.js';
 import { $, el, fmtInt } from './util.js';
 import { Interp } from './render.js';
-import { canPickDirectory, describeError, openStore, pickDirectory, sourceFromDrop } from './open.js';
+import { canPickDirectory, describeError, hasSecrets, openStore, pickDirectory, shownUrl, sourceFromDrop } from './open.js';
 import { Overview } from './overview.js';
 import { Grid } from './grid.js';
 import { Detail } from './detail.js';
@@ -29,13 +29,14 @@ const MAX_STREAMS = 4;
  * @property {number | null} step
  * @property {number | null} size
  * @property {string | null} show
+ * @property {boolean | null} contrast  auto-contrast asked on or off (null: by the values' range)
  * @property {number | null} i  the open record
  */
 
 /**
  * @type {{
  *   main: Stream | null, streams: Stream[], mode: 'pages' | 'sample', page: number, size: number,
- *   seed: number, step: number, show: string, highlight: number | null, detail: number | null,
+ *   seed: number, step: number, show: string, contrast: boolean | null, highlight: number | null, detail: number | null,
  *   lastRender: {key: string, ms: number, fetchMs: number, renderMs: number, at: number} | null,
  * }}
  */
@@ -48,6 +49,7 @@ const state = {
   seed: 42,
   step: 0,
   show: 'auto',
+  contrast: null,
   highlight: null,
   detail: null,
   lastRender: null,
@@ -82,7 +84,7 @@ function showError(e, context = '', kind = '') {
   bannerParts.hint.textContent = d.hint;
   banner.dataset.code = d.code;
   banner.hidden = false;
-  if (!e?.code) console.warn(e);
+  if (!e?.code) console.warn(`${d.title}: ${d.message}`);
 }
 function clearError() {
   banner.hidden = true;
@@ -110,6 +112,8 @@ const grid = new Grid($('#grid'), {
 const detail = new Detail($('#detail', HTMLDialogElement), {
   onClose: () => { state.detail = null; syncUrl(); },
   onMove: (i) => { state.detail = i; syncUrl(); },
+  contrast: () => state.contrast,
+  onContrast: (on) => setContrast(on),
 });
 const streamsBar = new StreamsBar($('#streams'), {
   onAdd: (entry) => {
@@ -165,7 +169,7 @@ async function openMain(what, restore = {}) {
     entry = await openStore(what);
   } catch (e) {
     setStatus('');
-    const label = typeof what === 'string' ? what : 'the chosen folder';
+    const label = typeof what === 'string' ? shownUrl(what) : 'the chosen folder';
     showError(e, `Opening ${label}`);
     return false;
   }
@@ -181,17 +185,18 @@ async function openMain(what, restore = {}) {
   state.highlight = null;
   if (restore.size && PAGE_SIZES.includes(restore.size)) state.size = restore.size;
   if (restore.show) state.show = restore.show;
+  if (restore.contrast != null) state.contrast = restore.contrast;
   if (restore.seed != null) state.seed = restore.seed;
   if (restore.step != null) { state.mode = 'sample'; state.step = restore.step; }
   if (restore.page != null) state.page = restore.page;
-  $('#url-input', HTMLInputElement).value = entry.url ?? '';
+  $('#url-input', HTMLInputElement).value = entry.shown ?? '';
   $('#size-select', HTMLSelectElement).value = String(state.size);
   $('#show-select', HTMLSelectElement).value = state.show;
   $('#seed-input', HTMLInputElement).value = String(state.seed);
   $('#welcome').hidden = true;
   $('#store-view').hidden = false;
   $('#store-name').textContent = entry.label;
-  $('#store-source').textContent = entry.url ? `over HTTP: ${new URL(entry.url, location.href).href}` : 'local files';
+  $('#store-source').textContent = entry.shown ? `over HTTP: ${entry.shown}` : 'local files';
   document.title = `${entry.label} · loaderx viewer`;
   overview.show(state.main);
   setStatus(entry.store.threaded ? 'threaded worker' : 'worker');
@@ -200,7 +205,7 @@ async function openMain(what, restore = {}) {
     try {
       state.streams.push(enrich(await openStream(state.main, url)));
     } catch (e) {
-      showError(e, `Adding the stream ${url}`);
+      showError(e, `Adding the stream ${shownUrl(url)}`);
     }
   }
   streamsChanged();
@@ -301,7 +306,7 @@ async function refresh() {
   setStatus(state.main.store.threaded ? 'threaded worker' : 'worker', true);
   let info;
   try {
-    info = await grid.show({ key: t.key, indices: t.indices, highlight: state.highlight, show: state.show });
+    info = await grid.show({ key: t.key, indices: t.indices, highlight: state.highlight, show: state.show, contrast: state.contrast });
   } catch (e) {
     setStatus(state.main?.store.threaded ? 'threaded worker' : 'worker');
     showError(e, 'Reading records');
@@ -325,6 +330,7 @@ function rendered(info) {
   state.lastRender = { key: info.key, ms: info.ms, fetchMs: info.fetchMs, renderMs: info.renderMs, at: performance.now() };
   $('#grid-timing').textContent = `${Math.round(info.ms)} ms`;
   $('#grid-timing').title = `read and decoded in ${Math.round(info.fetchMs)} ms (in the worker, or ahead of time), drawn in ${Math.round(info.renderMs)} ms`;
+  showContrast(info.contrast.images, info.contrast.stretched);
   const notes = info.notes.map((n) => (state.streams.length ? `${n.stream}: ${n.note}` : n.note));
   const noteEl = $('#grid-note');
   noteEl.querySelector('.norm')?.remove();
@@ -339,6 +345,25 @@ function rendered(info) {
     clearError();
   }
 }
+
+const contrastBtn = $('#contrast-btn', HTMLButtonElement);
+/**
+ * The auto-contrast toggle: shown when the page has images, pressed while they are stretched.
+ * @param {boolean} images
+ * @param {boolean} on
+ */
+function showContrast(images, on) {
+  contrastBtn.hidden = !images;
+  contrastBtn.setAttribute('aria-pressed', String(on));
+  contrastBtn.dataset.state = on ? 'on' : 'off';
+  $('.toggle-state', HTMLElement, contrastBtn).textContent = on ? 'on' : 'off';
+}
+/** @param {boolean} on  auto-contrast from now on, in the grid and the detail view */
+function setContrast(on) {
+  state.contrast = on;
+  refresh();
+}
+contrastBtn.addEventListener('click', () => setContrast(contrastBtn.dataset.state !== 'on'));
 
 /** @param {number} p */
 function goPage(p) {
@@ -418,6 +443,7 @@ function syncUrl() {
     } else if (state.page) q.set('page', String(state.page + 1));
     if (state.size !== 48) q.set('size', String(state.size));
     if (state.show !== 'auto') q.set('show', state.show);
+    if (state.contrast != null) q.set('contrast', state.contrast ? 'on' : 'off');
     if (state.detail != null) q.set('i', String(state.detail));
   }
   const text = q.toString().replace(/%2F/g, '/').replace(/%3A/g, ':');
@@ -439,6 +465,7 @@ function fromUrl() {
   }
   const page = int('page');
   const show = q.get('show');
+  const contrast = q.get('contrast');
   return {
     store: q.get('store'),
     streams,
@@ -447,6 +474,7 @@ function fromUrl() {
     step: int('step') ?? (int('seed') != null ? 0 : null),
     size: int('size'),
     show: show != null && ['auto', 'image', 'values'].includes(show) ? show : null,
+    contrast: contrast === 'on' ? true : contrast === 'off' ? false : null,
     i: int('i'),
   };
 }
@@ -455,7 +483,9 @@ function fromUrl() {
 
 $('#url-form').addEventListener('submit', (ev) => {
   ev.preventDefault();
-  openMain($('#url-input', HTMLInputElement).value);
+  const text = $('#url-input', HTMLInputElement).value;
+  // The box shows an open store's URL redacted: submitted unchanged, it means that store's URL.
+  openMain(state.main?.href && text.trim() === state.main.shown ? state.main.href : text);
 });
 const openFolder = async () => {
   if (!canPickDirectory()) return dirInput.click();
@@ -562,7 +592,10 @@ window.addEventListener('drop', (ev) => {
 Object.assign(window, { __viewer: { state, grid, detail, refresh, openMain } });
 
 const initial = fromUrl();
+// A URL with secrets is read, never shown: it leaves the address bar at once (so a reload
+// does not reopen it; loaderx-view passes such stores by name instead).
+if ([initial.store ?? '', ...initial.streams].some(hasSecrets)) history.replaceState(null, '', location.pathname);
 if (initial.store) {
-  $('#url-input', HTMLInputElement).value = initial.store;
+  $('#url-input', HTMLInputElement).value = shownUrl(initial.store);
   openMain(initial.store, initial);
 }

@@ -96,15 +96,25 @@ class ZoomView {
    * @param {Interp} interp
    * @param {Rec} rec
    * @param {ImageSpec} spec
-   * @param {Mapping} mapping
-   * @param {{onPick: (x: number, y: number) => void}} hooks  a click on pixel (x, y)
+   * @param {(contrast: boolean | null) => Mapping} mappingFor  the mapping for an auto-contrast choice
+   * @param {{onPick: (x: number, y: number) => void, contrast: boolean | null, onContrast: (on: boolean) => void}} hooks
+   *   a click on pixel (x, y); the auto-contrast choice, and a click on its toggle
    */
-  constructor(interp, rec, spec, mapping, { onPick }) {
+  constructor(interp, rec, spec, mappingFor, { onPick, contrast, onContrast }) {
     this.interp = interp;
     this.rec = rec;
     this.spec = spec;
+    this.mappingFor = mappingFor;
     this.canvas = el('canvas', { class: 'zoom-canvas' });
-    drawImage(this.canvas, interp.numbers(rec), spec, mapping);
+    this.note = el('span', { class: 'dim note' });
+    this.contrastBtn = el('button', { class: 'btn small toggle', type: 'button', title: 'Stretch the values to black–white (min–max over this record)' },
+      'Auto-contrast ', el('span', { class: 'toggle-state' }));
+    this.contrastBtn.addEventListener('click', () => {
+      const on = this.contrastBtn.dataset.state !== 'on';
+      this.setContrast(on);
+      onContrast(on);
+    });
+    this.setContrast(contrast);
     this.cursor = el('div', { class: 'pix-cursor', hidden: true });
     this.stage = el('div', { class: 'zoom-stage' }, this.canvas, this.cursor);
     this.wrap = el('div', { class: 'zoom-wrap checker' }, this.stage);
@@ -117,7 +127,8 @@ class ZoomView {
       btn('+', 'Zoom in', () => this.setZoom(this.z * 2)),
       btn('Fit', 'Fit the view', () => this.setZoom(this.fit())),
       btn('1:1', 'One image pixel per screen pixel', () => this.setZoom(1)),
-      mapping.note ? el('span', { class: 'dim note' }, mapping.note) : null);
+      this.contrastBtn,
+      this.note);
     this.root = el('div', { class: 'd-image' }, tools, this.wrap, this.readout);
     this.z = 1;
     this.stage.addEventListener('mousemove', (ev) => this.#hover(ev));
@@ -130,6 +141,21 @@ class ZoomView {
       ev.preventDefault();
       this.setZoom(this.z * (ev.deltaY < 0 ? 1.25 : 0.8), ev);
     }, { passive: false });
+  }
+
+  /**
+   * Draws the image with auto-contrast on, off, or by its range (null).
+   * @param {boolean | null} contrast
+   */
+  setContrast(contrast) {
+    const mapping = this.mappingFor(contrast);
+    drawImage(this.canvas, this.interp.numbers(this.rec), this.spec, mapping);
+    const on = Boolean(mapping.stretched);
+    this.contrastBtn.hidden = !mapping.adjustable;
+    this.contrastBtn.setAttribute('aria-pressed', String(on));
+    this.contrastBtn.dataset.state = on ? 'on' : 'off';
+    $('.toggle-state', HTMLElement, this.contrastBtn).textContent = on ? 'on' : 'off';
+    this.note.textContent = mapping.note ?? '';
   }
 
   /** The largest zoom that shows the whole image in the view (whole numbers when above 1). */
@@ -200,7 +226,8 @@ class ZoomView {
 export class Detail {
   /**
    * @param {HTMLDialogElement} dialog
-   * @param {{onClose: () => void, onMove: (index: number) => void}} hooks
+   * @param {{onClose: () => void, onMove: (index: number) => void, contrast: () => boolean | null,
+   *   onContrast: (on: boolean) => void}} hooks  `contrast` tells the auto-contrast choice
    */
   constructor(dialog, hooks) {
     this.dialog = dialog;
@@ -333,9 +360,10 @@ export class Detail {
     const grid = el('div', { class: 'd-grid' });
     let zoom = null;
     if (spec) {
-      const mapping = imageMapping(interp, st ?? {}, 'this record');
-      zoom = new ZoomView(interp, rec, spec, mapping, {
+      zoom = new ZoomView(interp, rec, spec, (contrast) => imageMapping(interp, st ?? {}, 'this record', contrast), {
         onPick: (x, y) => list.reveal(Math.floor(pixelIndex(spec, x, y, 0) / list.layout.cols)),
+        contrast: this.hooks.contrast(),
+        onContrast: this.hooks.onContrast,
       });
       side.append(listBox);
       grid.append(zoom.root, side);

@@ -26,6 +26,8 @@ import { drawImage, drawSparkline, imageMapping, imageSpec, previewText, statsOf
  * @property {number} renderMs  drawing
  * @property {{stream: string, note: string}[]} notes
  * @property {{stream: number, index: number, error: any}[]} errors
+ * @property {{images: boolean, stretched: boolean}} contrast  whether the page has images that
+ *   auto-contrast changes, and whether it stretched them
  */
 
 /** Pages kept (the current one and the ones fetched ahead). */
@@ -158,10 +160,11 @@ export class Grid {
   /**
    * Shows records `indices` (`key` names the page for the cache). Resolves when the tiles are in
    * the page, or to null when a newer call took over.
-   * @param {{key: string, indices: number[], highlight?: number | null, show?: string}} page
+   * `contrast`: auto-contrast on (true), off (false) or by the values' range (null).
+   * @param {{key: string, indices: number[], highlight?: number | null, show?: string, contrast?: boolean | null}} page
    * @returns {Promise<RenderInfo | null>}
    */
-  async show({ key, indices, highlight = null, show = 'auto' }) {
+  async show({ key, indices, highlight = null, show = 'auto', contrast = null }) {
     const token = ++this.token;
     const t0 = performance.now();
     this.root.setAttribute('aria-busy', 'true');
@@ -185,8 +188,7 @@ export class Grid {
       let mapping = null;
       if (images) {
         const vals = recs.filter((r, i) => r && specs[i]).map((r) => s.interp.numbers(/** @type {Rec} */ (r)));
-        const needsRange = !(s.interp.dt.kind === 'u' && s.interp.dt.bytes === 1) && s.interp.dt.kind !== 'b';
-        mapping = imageMapping(s.interp, needsRange ? statsOf(vals) : {}, 'this page');
+        mapping = imageMapping(s.interp, statsOf(vals), 'this page', contrast);
       }
       return { specs, mapping, images };
     });
@@ -228,7 +230,11 @@ export class Grid {
     if (highlight != null) this.root.querySelector('.tile.hl')?.scrollIntoView({ block: 'nearest' });
     const notes = looks.map((l, k) => (l.mapping?.note ? { stream: this.streams[k].label, note: l.mapping.note } : null)).filter((x) => x !== null);
     const errors = per.flatMap((p, si) => p.errors.map((e, k) => (e ? { stream: si, index: indices[k], error: e } : null)).filter((x) => x !== null));
-    const info = { key, indices, ms: performance.now() - t0, fetchMs, renderMs: performance.now() - fetched, notes, errors };
+    const withImages = looks.filter((l) => l.mapping?.adjustable);
+    const info = {
+      key, indices, ms: performance.now() - t0, fetchMs, renderMs: performance.now() - fetched, notes, errors,
+      contrast: { images: withImages.length > 0, stretched: withImages.some((l) => l.mapping?.stretched) },
+    };
     this.hooks.onRendered(info);
     return info;
   }

@@ -2,14 +2,17 @@
 // (<input webkitdirectory>) or a drop. Every store is hosted in the package's Web Worker, with the
 // threaded build when the page is cross-origin isolated; readable messages for every failure.
 import { Store, filesFromDataTransfer, BlobSource } from '../src/browser.js';
+import { redactUrl } from '../src/redact.js';
 
 /**
  * What the viewer opens: a URL, a directory handle, picked files, or the store of a drop.
  * @typedef {string | FileSystemDirectoryHandle | FileList | File[] | BlobSource} Openable
  */
 /**
- * An open store: `label` for people, `short` its own name, `url` set for URL stores.
- * @typedef {{store: Store, label: string, short: string, url: string | null}} Opened
+ * An open store: `label` for people, `short` its own name; for URL stores `shown`, the URL as
+ * shown (secrets redacted), and `url`, what the address bar keeps (null for local files and for
+ * URLs with secrets, which stay out of the address bar); `href`, the URL read (never shown).
+ * @typedef {{store: Store, label: string, short: string, url: string | null, shown: string | null, href: string | null}} Opened
  */
 /**
  * An open store as the views show it: with an id (for caches) and the reader of its values.
@@ -37,12 +40,15 @@ export async function openStore(what) {
   let url = null;
   /** @type {Openable} */
   let source = what;
+  /** @type {string | null} */
+  let shown = null;
   if (typeof what === 'string') {
     const text = what.trim();
     if (!text) throw Object.assign(new Error('enter the URL of a store directory'), { code: 'VIEWER_INPUT' });
-    url = text;
-    const abs = new URL(text, location.href);
-    label = abs.origin === location.origin ? abs.pathname : abs.href;
+    const abs = new URL(await fromCommandLine(text), location.href);
+    shown = redactUrl(abs.href);
+    url = shown === abs.href || CLI.test(text) ? text : null;
+    label = abs.origin === location.origin ? decodePath(abs.pathname) : shown;
     source = abs.href;
   } else if (globalThis.FileSystemDirectoryHandle && what instanceof FileSystemDirectoryHandle) {
     label = what.name;
@@ -55,17 +61,73 @@ export async function openStore(what) {
     label = found.label;
   }
   const store = await Store.open(source, openOptions());
-  return { store, label: prettyLabel(label), short: shortLabel(label), url };
+  return { store, label: prettyLabel(label), short: shortLabel(label), url, shown, href: typeof source === 'string' ? source : null };
+}
+
+/** A store named by `loaderx-view` (a URL with secrets it keeps out of the address bar). */
+const CLI = /^cli:(\w+)$/;
+
+/**
+ * The URL behind `cli:NAME` (asked from the loaderx-view server), or `text` itself.
+ * @param {string} text
+ */
+async function fromCommandLine(text) {
+  const m = CLI.exec(text);
+  if (!m) return text;
+  const res = await fetch(new URL('cli-stores.json', location.href), { cache: 'no-store' });
+  const known = res.ok ? await res.json() : {};
+  if (typeof known[m[1]] !== 'string') {
+    throw Object.assign(new Error(`${text} names a store given to loaderx-view, and this server does not know it (was loaderx-view restarted?)`), { code: 'LOADERX_NOT_FOUND' });
+  }
+  return known[m[1]];
+}
+
+/** @param {string} path  a URL's path, %-encoded */
+function decodePath(path) {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return path;
+  }
+}
+
+/**
+ * `text` as the viewer may show it: a URL (absolute or relative to the page) with its secrets
+ * redacted; other text as it is, with any URL in it redacted.
+ * @param {string} text
+ */
+export function shownUrl(text) {
+  try {
+    return redactUrl(new URL(text, location.href).href);
+  } catch {
+    return redactUrl(text);
+  }
+}
+
+/**
+ * Whether showing the URL `text` would show a secret (userinfo, or a query's values).
+ * @param {string} text
+ */
+export function hasSecrets(text) {
+  try {
+    const abs = new URL(text, location.href).href;
+    return redactUrl(abs) !== abs;
+  } catch {
+    return false;
+  }
 }
 
 const parts = (/** @type {string} */ label) => String(label).replace(/[?#].*$/, '').replace(/\/+$/, '').split('/').filter(Boolean);
+const GENERIC = /^(store|data|records)$/i;
 
 /**
- * "/fixtures/u8img_zstd/store/" -> "u8img_zstd/store".
+ * The store's folder name, with the folder above when the name says nothing:
+ * "/store/images_64x64x3/" -> "images_64x64x3", "/fixtures/u8img_zstd/store/" -> "u8img_zstd/store".
  * @param {string} label
  */
 function prettyLabel(label) {
-  return parts(label).slice(-2).join('/') || String(label);
+  const p = parts(label);
+  return p.slice(p.length > 1 && GENERIC.test(p[p.length - 1]) ? -2 : -1).join('/') || String(label);
 }
 
 /**
@@ -75,7 +137,7 @@ function prettyLabel(label) {
 function shortLabel(label) {
   const p = parts(label);
   const last = p[p.length - 1] ?? String(label);
-  return /^(store|data|records)$/i.test(last) && p.length > 1 ? p[p.length - 2] : last;
+  return GENERIC.test(last) && p.length > 1 ? p[p.length - 2] : last;
 }
 
 /**
@@ -138,11 +200,12 @@ const HINTS = {
  */
 export function describeError(e, context = '') {
   const code = (e && e.code) || (e && e.name === 'SecurityError' ? 'LOADERX_IO' : 'VIEWER_ERROR');
-  let message = (e && e.message) || String(e);
+  // Messages name URLs (the browser's own do too): never with their secrets.
+  let message = redactUrl((e && e.message) || String(e));
   if (code === 'LOADERX_CORRUPT' && e.index != null && !/record \d+/.test(message)) message = `record ${e.index}: ${message}`;
   return {
     code,
-    context,
+    context: redactUrl(context),
     title: TITLES[code] ?? 'Something went wrong',
     message,
     hint: HINTS[code] ?? '',

@@ -36,6 +36,25 @@ export function lengthUnit(schema) {
   return { unit: schema.itemShape.length ? 'rows' : 'elements', per: schema.itemBytes || 1 };
 }
 
+const CHUNK_SPAN = 2 ** 32;
+
+/**
+ * Bytes of a store file in use, from its size: the table part of meta.zr (16 + 16 per record),
+ * the written part of a chunk (chunk k holds the bytes of `chunkBytes`, the append frontier,
+ * from k·2^32), all of the other files (schema.msgpack, dict.zr, ...). The same count as the
+ * native tool's bytes used, without the rounding to disk blocks.
+ * @param {string} name
+ * @param {number} size  apparent size
+ * @param {number} chunkBytes  tail_chunk · 2^32 + tail_offset
+ * @param {number} length  records
+ */
+export function fileUsed(name, size, chunkBytes, length) {
+  if (name === 'meta.zr') return Math.min(size, 16 + 16 * length);
+  const chunk = /^(\d+)\.zr$/.exec(name);
+  if (chunk) return Math.min(size, Math.max(0, chunkBytes - Number(chunk[1]) * CHUNK_SPAN));
+  return size;
+}
+
 export class Overview {
   /**
    * @param {HTMLElement} root  the cards
@@ -94,15 +113,25 @@ export class Overview {
 
     store.stats().then((st) => {
       if (token !== this.token) return;
-      const files = Object.entries(st.fileBytes).filter(([, n]) => n > 0);
-      const used = st.chunkBytes + files.filter(([f]) => !/^\d+\.zr$/.test(f)).reduce((a, [, n]) => a + n, 0);
-      // Apparent size (the sum of file sizes), not the blocks allocated on disk.
-      const sparse = st.apparentBytes > 4 * used + (1 << 20);
-      cards.disk.replaceWith(cards.disk = card('Files', fmtBytes(st.apparentBytes), {
-        k: 'apparent-bytes', v: st.apparentBytes,
-        sub: sparse ? `apparent size; the files are preallocated (${fmtBytes(st.chunkBytes)} of chunk data written)` : `apparent size of ${files.length} files, ${fmtBytes(st.chunkBytes)} of chunk data`,
-        extra: el('details', { class: 'files' }, el('summary', {}, 'files'),
-          el('table', {}, files.map(([f, n]) => el('tr', {}, el('td', {}, f), el('td', { title: `${fmtInt(n)} bytes` }, fmtBytes(n)))))),
+      const files = Object.entries(st.fileBytes).filter(([, n]) => n > 0)
+        .map(([f, n]) => /** @type {[string, number, number]} */ ([f, n, fileUsed(f, n, st.chunkBytes, store.length)]));
+      // (stats().usedBytes where the package has it: the same count.)
+      const used = typeof st.usedBytes === 'number' ? st.usedBytes : files.reduce((a, [, , u]) => a + u, 0);
+      // Writers preallocate meta.zr (256 MiB) and each chunk (4 GiB) as sparse files: their
+      // apparent size says little about the space taken, so the bytes used lead.
+      const sparse = st.apparentBytes > used;
+      const apparent = el('span', { dataset: { k: 'apparent-bytes', v: String(st.apparentBytes) } }, fmtBytes(st.apparentBytes));
+      cards.disk.replaceWith(cards.disk = card('Size', fmtBytes(used), {
+        k: 'used-bytes', v: used,
+        sub: null,
+        extra: el('div', { class: 'card-sub' },
+          `bytes used in ${files.length} file${files.length === 1 ? '' : 's'}; `,
+          sparse ? ['apparent size ', apparent, ' (the files are preallocated, sparse)'] : ['apparent size ', apparent],
+          el('details', { class: 'files' }, el('summary', {}, 'files'),
+            el('table', {}, el('tr', {}, el('th', {}, 'file'), el('th', {}, 'used'), el('th', {}, 'apparent')),
+              files.map(([f, n, u]) => el('tr', {}, el('td', {}, f),
+                el('td', { title: `${fmtInt(u)} bytes` }, fmtBytes(u)),
+                el('td', { title: `${fmtInt(n)} bytes` }, fmtBytes(n))))))),
       }));
       cards.ratio.replaceWith(cards.ratio = card('Compression', `${st.compressionRatio.toFixed(2)}×`, {
         k: 'compression', v: st.compressionRatio,

@@ -19,10 +19,15 @@ import { fmtNum, product } from './util.js';
  * @typedef {{h: number, w: number, c: number, layout: 'hwc' | 'chw'}} ImageSpec
  */
 /**
- * How values become 0..255: as they are, times `k`, or min–max over [`lo`, `hi`].
- * @typedef {{mode: 'direct', note: string | null}
+ * How values become 0..255: as they are, times `k`, or min–max over [`lo`, `hi`]. `stretched`:
+ * auto-contrast made it a min–max stretch; `lowContrast`: without one the values would use
+ * fewer than LOW_CONTRAST of the 256 gray levels (then auto-contrast is the default);
+ * `adjustable`: auto-contrast changes something (values outside 0–255 are min–max normalized
+ * either way).
+ * @typedef {({mode: 'direct', note: string | null}
  *   | {mode: 'scale', k: number, note: string}
- *   | {mode: 'minmax', lo: number, hi: number, note: string}} Mapping
+ *   | {mode: 'minmax', lo: number, hi: number, note: string})
+ *   & {stretched?: boolean, lowContrast?: boolean, adjustable?: boolean}} Mapping
  */
 /**
  * @typedef {object} Series  one series of a histogram's input
@@ -209,16 +214,44 @@ export function pixelIndex(spec, x, y, ch) {
   return spec.layout === 'chw' ? ch * spec.h * spec.w + y * spec.w + x : (y * spec.w + x) * spec.c + ch;
 }
 
+/** Gray levels (of 256) below which images count as low-contrast: auto-contrast is then on by default. */
+export const LOW_CONTRAST = 64;
+
 /**
- * How values become 0..255 for a set of image records with statistics `st`:
- * uint8 as is, bool ×255, floats in [0, 1] ×255, other values within 0..255 as they are, the
- * rest min–max normalized over the set. `note` says what was done (null for plain uint8).
+ * How values become 0..255 for a set of image records with statistics `st` (min and max over
+ * the set). Without auto-contrast: uint8 as is, bool ×255, floats in [0, 1] ×255, other values
+ * within 0..255 as they are, the rest min–max normalized over the set. Auto-contrast stretches
+ * min–max to black–white; `contrast` true or false asks for it or not, null (the default) turns
+ * it on when the values would otherwise use fewer than LOW_CONTRAST gray levels (the digits of
+ * scikit-learn, uint8 0–16, would be black squares). A set of one value is never stretched.
+ * `note` says what was done (null for plain uint8).
  * @param {Interp} interp
  * @param {{min?: number | null, max?: number | null}} st
  * @param {string} [scope]
+ * @param {boolean | null} [contrast]
  * @returns {Mapping}
  */
-export function imageMapping(interp, st, scope = 'this page') {
+export function imageMapping(interp, st, scope = 'this page', contrast = null) {
+  const fixed = fixedMapping(interp, st, scope);
+  const { min: lo, max: hi } = st;
+  if (lo == null || hi == null || fixed.mode === 'minmax') return { ...fixed, stretched: false, lowContrast: false, adjustable: false };
+  const level = (/** @type {number} */ v) => (fixed.mode === 'scale' ? v * fixed.k : v);
+  const lowContrast = Math.min(255, level(hi)) - Math.max(0, level(lo)) < LOW_CONTRAST;
+  if (!(contrast ?? lowContrast) || !(hi > lo)) return { ...fixed, stretched: false, lowContrast, adjustable: hi > lo };
+  return {
+    mode: 'minmax', lo, hi, stretched: true, lowContrast, adjustable: true,
+    note: `auto-contrast: ${interp.dt.name} values ${fmtNum(lo)}–${fmtNum(hi)} stretched to black–white over ${scope}`,
+  };
+}
+
+/**
+ * The mapping without auto-contrast (see imageMapping).
+ * @param {Interp} interp
+ * @param {{min?: number | null, max?: number | null}} st
+ * @param {string} scope
+ * @returns {Mapping}
+ */
+function fixedMapping(interp, st, scope) {
   const { kind, bytes } = interp.dt;
   if (kind === 'u' && bytes === 1) return { mode: 'direct', note: null };
   if (kind === 'b') return { mode: 'scale', k: 255, note: 'bool values: False black, True white' };
@@ -427,7 +460,9 @@ export function drawHistogram(canvas, hist, { tip = null, unit = 'values' } = {}
 }
 
 /**
- * A small line of the values (min and max per pixel column when there are many).
+ * A small line of the values: through every value when they fit the width, else one continuous
+ * line through each pixel column's first, lowest, highest and last value (in their order), so
+ * the line keeps every column's range and never breaks into dots. Non-finite values are skipped.
  * @param {HTMLCanvasElement} canvas
  * @param {ArrayLike<number>} values
  * @param {Stats} st
@@ -442,32 +477,47 @@ export function drawSparkline(canvas, values, st, size = null) {
   const y = (/** @type {number} */ v) => h - 2 - ((v - min) / span) * (h - 4);
   ctx.strokeStyle = css('--accent', '#3b6ef5');
   ctx.lineWidth = 1;
+  ctx.lineJoin = 'round';
+  ctx.lineCap = 'round';
   ctx.beginPath();
+  let started = false;
+  const to = (/** @type {number} */ x, /** @type {number} */ v) => {
+    if (started) ctx.lineTo(x, y(v));
+    else { ctx.moveTo(x, y(v)); started = true; }
+  };
+  const finite = (/** @type {number} */ v) => v === v && v !== Infinity && v !== -Infinity; // eslint-disable-line no-self-compare
   const n = values.length;
   if (n <= w) {
     for (let i = 0; i < n; i++) {
-      const x = n === 1 ? w / 2 : (i / (n - 1)) * (w - 1);
-      const v = values[i];
-      if (i === 0) ctx.moveTo(x, y(v));
-      else ctx.lineTo(x, y(v));
+      if (finite(values[i])) to(n === 1 ? w / 2 : 0.5 + (i / (n - 1)) * (w - 1), values[i]);
     }
   } else {
-    for (let x = 0; x < w; x++) {
-      const a = Math.floor((x / w) * n);
-      const b = Math.max(a + 1, Math.floor(((x + 1) / w) * n));
+    const cols = Math.floor(w);
+    for (let x = 0; x < cols; x++) {
+      const a = Math.floor((x / cols) * n);
+      const b = Math.max(a + 1, Math.floor(((x + 1) / cols) * n));
+      let first = NaN;
+      let last = NaN;
       let lo = Infinity;
       let hi = -Infinity;
+      let iLo = 0;
+      let iHi = 0;
       for (let i = a; i < b; i++) {
         const v = values[i];
-        if (v < lo) lo = v;
-        if (v > hi) hi = v;
+        if (!finite(v)) continue;
+        if (first !== first) first = v; // eslint-disable-line no-self-compare
+        last = v;
+        if (v < lo) { lo = v; iLo = i; }
+        if (v > hi) { hi = v; iHi = i; }
       }
       if (lo === Infinity) continue;
-      ctx.moveTo(x + 0.5, y(lo));
-      ctx.lineTo(x + 0.5, y(hi) - 0.5);
+      const px = x + 0.5;
+      to(px, first);
+      if (iLo <= iHi) { to(px, lo); to(px, hi); } else { to(px, hi); to(px, lo); }
+      to(px, last);
     }
   }
-  ctx.stroke();
+  if (started) ctx.stroke();
 }
 
 /**

@@ -17,6 +17,15 @@
 //   ragged     per-record lengths on the tiles and the length histogram's numbers
 //   errors     bad magic, a truncated chunk, a missing chunk file, a missing store, and a server
 //              without Range support each give a readable message in the page
+//   contrast   uint8 images of values 0..16 are stretched to black–white by default, a toggle
+//              (grid and detail view) shows the state and turns it off (the bytes as they are)
+//   sizes      a preallocated store: the bytes used (from its header) lead, the apparent size follows
+//   titles     stores given to loaderx-view are titled by their folder names
+//   wide rows  every column of a 16-column values table is reachable
+//   sparklines ragged records of thousands of values draw an unbroken line
+//   secrets    URLs with userinfo or a query are shown redacted (page, errors, loaderx-view's
+//              output) and still read with them
+//   console    every test fails on a console warning or error or a deprecation report
 //   100k       a 100,000-record 32×32×3 image store (generated into artifacts/viewer/stores/ with the
 //              Python package on first use): paging shows the right records and prints how long
 //              each page took and the longest main-thread stall. Timing is a benchmark, not a test
@@ -26,15 +35,17 @@
 // Screenshots go to artifacts/viewer/ (git-ignored). Exit code 0 when everything passed.
 //
 // Env: LOADERX_PYTHON (default .venv/bin/python) builds the big store; LOADERX_BROWSER_LOG=1
-// echoes the page console.
-import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+// echoes the page console; LOADERX_VIEWER_ROOT serves the page from another directory.
+// Arguments: words selecting the tests to run (by name), e.g. `run.mjs contrast sizes`.
+import { spawn, spawnSync } from 'node:child_process';
+import { closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, readdirSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Sampler, Store } from '../../src/node.js';
 import { startViewer } from '../../bin/loaderx-view.mjs';
-import { launch, openPage } from '../browser/chromium.mjs';
+import { launch } from '../browser/chromium.mjs';
 
 if (process.env.NODE_TEST_CONTEXT) {
   console.log('# the viewer suite runs with `npm run test:viewer` (node test/viewer/run.mjs), not under node --test');
@@ -50,6 +61,12 @@ const BIG_LABELS = join(ART, 'stores', 'labels_100k');
 const PY = process.env.LOADERX_PYTHON || join(REPO, '.venv/bin/python');
 const WATCHDOG_MS = 170_000;
 const PAGE = 48;
+
+// `node js/test/viewer/run.mjs contrast sizes` runs only the tests whose names contain one of
+// the words (case-insensitive); no words run them all.
+const ONLY = process.argv.slice(2).map((w) => w.toLowerCase());
+const selected = (/** @type {string} */ name) => !ONLY.length || ONLY.some((w) => name.toLowerCase().includes(w));
+const BIG_TEST = `${BIG_N.toLocaleString('en-US')} records: paging stays fast and the page responsive`;
 
 const t0 = Date.now();
 const watchdog = setTimeout(() => {
@@ -97,8 +114,47 @@ for start in range(0, n, 20000):
   return 'built';
 }
 
+/**
+ * Small stores written by the Python package (full preallocated sparse files, as users get them):
+ *   digits  200 uint8 16×16 images with values 0..16, like scikit-learn's digits
+ *   waves   ragged float32 records of 600-3000 values, a staircase wave (plateaus and steps)
+ *   wide    40 float32 records of 6×16 long values (16 columns in the detail's values table)
+ */
+const EXTRA = join(ART, 'stores', 'extra');
+function ensureExtraStores() {
+  const stamp = join(EXTRA, 'stamp.json');
+  const want = JSON.stringify({ version: 1 });
+  if (existsSync(stamp) && readFileSync(stamp, 'utf8') === want) return;
+  rmSync(EXTRA, { recursive: true, force: true });
+  mkdirSync(EXTRA, { recursive: true });
+  const code = `
+import sys, numpy as np
+from loaderx.converter import from_numpy, from_iterator
+out = sys.argv[1]
+yy, xx = np.mgrid[0:16, 0:16]
+imgs = []
+for i in range(200):
+    cx, cy, r = 4 + i % 8, 4 + (i * 3) % 8, 3 + i % 4
+    d = np.sqrt((xx - cx) ** 2 + (yy - cy) ** 2)
+    imgs.append(np.clip(16 - 4 * np.abs(d - r), 0, 16))
+from_numpy(out + "/digits", np.rint(np.array(imgs)).astype(np.uint8), codec="zstd", progress=False)
+def waves():
+    for k in range(30):
+        n = 600 + k * 80
+        i = np.arange(n)
+        yield np.rint(3 * np.sin(2 * np.pi * i / (250 + 10 * k))).astype(np.float32)
+from_iterator(out + "/waves", waves(), codec="zstd", progress=False)
+rng = np.random.default_rng(3)
+from_numpy(out + "/wide", (rng.standard_normal((40, 6, 16)) * 123456.789).astype(np.float32), codec="zstd", progress=False)
+`;
+  const r = spawnSync(PY, ['-c', code, EXTRA], { encoding: 'utf8', timeout: 120_000 });
+  if (r.status !== 0) throw new Error(`building the extra stores with ${PY} failed: ${r.error?.message ?? ''}${r.stderr}`);
+  writeFileSync(stamp, want);
+}
+ensureExtraStores();
+
 const tBig = Date.now();
-const bigHow = ensureBigStores();
+const bigHow = selected(BIG_TEST) ? ensureBigStores() : 'not needed';
 const bigSecs = (Date.now() - tBig) / 1000;
 
 // Broken copies of a good store.
@@ -115,7 +171,9 @@ for (const name of ['magic', 'trunc', 'nochunk']) cpSync(GOOD, join(badDir, name
   rmSync(join(badDir, 'nochunk', '0.zr'));
 }
 
-const mounts = { '/fixtures/': FIXTURES, '/bad/': badDir, '/big/': BIG, '/big-labels/': BIG_LABELS };
+// LOADERX_VIEWER_ROOT serves the page from another directory (an older viewer/, to see the tests fail).
+const pageMount = process.env.LOADERX_VIEWER_ROOT ? { '/viewer/': resolve(process.env.LOADERX_VIEWER_ROOT) } : {};
+const mounts = { '/fixtures/': FIXTURES, '/bad/': badDir, '/big/': BIG, '/big-labels/': BIG_LABELS, '/extra/': EXTRA, ...pageMount };
 const viewer = await startViewer({ port: 0, mounts });
 const noRange = await startViewer({ port: 0, mounts, range: false });
 const browser = await launch();
@@ -131,12 +189,55 @@ const check = (ok, what) => { if (!ok) throw new Failure(what); };
 const eq = (got, want, what) => check(JSON.stringify(got) === JSON.stringify(want), `${what}: got ${JSON.stringify(got)?.slice(0, 300)}, expected ${JSON.stringify(want)?.slice(0, 300)}`);
 const near = (got, want, what, tol = 1e-9) => check(Math.abs(Number(got) - want) <= tol * Math.max(1, Math.abs(want)), `${what}: got ${got}, expected ${want}`);
 
+/** A failed load the error tests cause on purpose (a missing store or chunk). */
+const expected404 = (/** @type {string} */ x) => /^console error: Failed to load resource: the server responded with a status of 404/.test(x);
+
+/**
+ * Opens the viewer at `url` in a new page that keeps every console warning and error, page
+ * errors, and the browser's deprecation reports (a ReportingObserver installed before the
+ * page's scripts run) in `page.problems`.
+ * @param {string} url
+ */
+async function openViewerPage(url) {
+  const page = /** @type {import('playwright-core').Page & {problems: string[]}} */ (await browser.ctx.newPage());
+  page.setDefaultTimeout(20_000);
+  page.problems = [];
+  page.on('pageerror', (e) => page.problems.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') page.problems.push(`console ${m.type()}: ${m.text()}`);
+    if (process.env.LOADERX_BROWSER_LOG) console.log(`[page] ${m.type()}: ${m.text()}`);
+  });
+  await page.exposeFunction('__report', (/** @type {string} */ text) => { page.problems.push(text); });
+  await page.addInitScript(() => {
+    const w = /** @type {any} */ (window);
+    // Reading a canvas back: through a copy made for reading, so the page's canvases are never
+    // read back twice (Chromium warns about that: it is this test's doing, not the viewer's).
+    w.__pixels = (/** @type {HTMLCanvasElement} */ c) => {
+      const copy = document.createElement('canvas');
+      copy.width = c.width;
+      copy.height = c.height;
+      const ctx = /** @type {CanvasRenderingContext2D} */ (copy.getContext('2d', { willReadFrequently: true }));
+      ctx.drawImage(c, 0, 0);
+      return ctx.getImageData(0, 0, c.width, c.height).data;
+    };
+    new w.ReportingObserver((/** @type {any[]} */ reports) => {
+      for (const r of reports) w.__report(`${r.type} report: ${r.body?.message ?? r.body?.id ?? ''} (${r.body?.sourceFile ?? r.url}:${r.body?.lineNumber ?? ''})`);
+    }, { buffered: true }).observe();
+  });
+  await page.goto(url);
+  return page;
+}
+
+/** Deprecation reports are delivered in batches: lets the observer send what it has. */
+const flushReports = (/** @type {import('playwright-core').Page} */ page) => page.evaluate(() => new Promise((r) => setTimeout(r, 50))).catch(() => {});
+
 async function test(name, fn) {
+  if (!selected(name)) return;
   current = name;
   const t = Date.now();
   const pages = [];
-  const newPage = async (query, { server = viewer, size = [1400, 1000] } = {}) => {
-    const page = await openPage(browser.ctx, `${server.url}viewer/${query ? `?${query}` : ''}`, { timeout: 20_000 });
+  const newPage = async (query, { server = viewer, size = [1400, 1000], url = null } = {}) => {
+    const page = await openViewerPage(url ?? `${server.url}viewer/${query ? `?${query}` : ''}`);
     await page.setViewportSize({ width: size[0], height: size[1] });
     pages.push(page);
     return page;
@@ -144,9 +245,10 @@ async function test(name, fn) {
   try {
     await fn(newPage);
     for (const p of pages) {
-      // The threaded build's helper warns about deprecated init arguments; 404s are expected in the error tests.
-      const problems = p.problems.filter((x) => !/Failed to load resource|deprecated parameters/.test(x));
-      check(!problems.length, `page problems: ${problems.join('; ')}`);
+      await flushReports(p);
+      // 404s are expected in the error tests (the browser logs each failed load as an error).
+      const problems = p.problems.filter((x) => !(expected404(x)));
+      check(!problems.length, `console warnings or errors in the page: ${problems.join('; ')}`);
     }
     results.push({ name, ok: true, ms: Date.now() - t });
   } catch (e) {
@@ -178,8 +280,7 @@ function tilePixels(page, indices) {
   return page.evaluate((idx) => idx.map((i) => {
     const c = /** @type {HTMLCanvasElement | null} */ (document.querySelector(`#grid .tile[data-index="${i}"] .tile-main canvas`));
     if (!c) return null;
-    const ctx = /** @type {CanvasRenderingContext2D} */ (c.getContext('2d'));
-    return { w: c.width, h: c.height, px: Array.from(ctx.getImageData(0, 0, c.width, c.height).data) };
+    return { w: c.width, h: c.height, px: Array.from(/** @type {any} */ (window).__pixels(c)) };
   }), indices);
 }
 
@@ -200,6 +301,21 @@ async function checkPixels(page, store, indices, { w, h, c }) {
       if (g.px[p * 4 + 3] !== 255) throw new Failure(`record ${index} pixel ${p}: alpha ${g.px[p * 4 + 3]}`);
     }
   });
+}
+
+/** min and max of the gray channel of tiles' canvases (from tilePixels). */
+function grayRange(tiles) {
+  let lo = 255;
+  let hi = 0;
+  for (const t of tiles) for (let p = 0; p < t.px.length; p += 4) { lo = Math.min(lo, t.px[p]); hi = Math.max(hi, t.px[p]); }
+  return [lo, hi];
+}
+function contrastState(page, sel = '#contrast-btn') {
+  return page.$eval(sel, (b) => ({ shown: !b.hidden, state: b.dataset.state, pressed: b.getAttribute('aria-pressed'), text: b.textContent.replace(/\s+/g, ' ').trim() }));
+}
+/** RGBA of the detail view's zoomed image. */
+function zoomPixels(page) {
+  return page.$eval('.zoom-canvas', (c) => [{ px: Array.from(/** @type {any} */ (window).__pixels(c)) }]);
 }
 
 const fixture = (name) => `/fixtures/${name}/store/`;
@@ -253,6 +369,7 @@ await test('image tiles show the records\' bytes', async (newPage) => {
   const idx = await tileIndices(page);
   eq(idx, Array.from({ length: PAGE }, (_, k) => k), 'first page');
   await checkPixels(page, ref, idx, { w: 28, h: 28, c: 1 });
+  eq((await contrastState(page)).state, 'off', 'full-range images: auto-contrast off');
   await ref.close();
 });
 
@@ -447,7 +564,259 @@ await test('errors are shown as readable messages', async (newPage) => {
   check(/does not support byte ranges/.test(text) && text.includes('LOADERX_NO_RANGE'), `no Range: ${text}`);
 });
 
-await test(`${BIG_N.toLocaleString('en-US')} records: paging stays fast and the page responsive`, async (newPage) => {
+await test('auto-contrast for images of uint8 values 0..16 (on by default, a toggle turns it off)', async (newPage) => {
+  const page = await newPage('store=/extra/digits/');
+  await rendered(page, 'page:0:48');
+  const ref = await nodeStore(join(EXTRA, 'digits'));
+  const idx = await tileIndices(page);
+  const bytes = await ref.gatherBytes(idx);
+  let lo = 255;
+  let hi = 0;
+  for (const b of bytes) for (const v of b) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+  eq([lo, hi], [0, 16], 'the store holds uint8 values 0..16');
+  eq(await contrastState(page), { shown: true, state: 'on', pressed: 'true', text: 'Auto-contrast on' }, 'the toggle shows auto-contrast on');
+  // On: min-max over the page, 0..16 to 0..255.
+  const on = await tilePixels(page, idx);
+  const [a, b] = grayRange(on);
+  check(b - a >= 250, `the stretched tiles span ${a}..${b}`);
+  idx.slice(0, 6).forEach((index, k) => {
+    for (let p = 0; p < 256; p++) {
+      const want = Math.round(((bytes[k][p] - lo) * 255) / (hi - lo));
+      if (Math.abs(on[k].px[p * 4] - want) > 1) throw new Failure(`record ${index} pixel ${p}: canvas ${on[k].px[p * 4]}, stretched value ${want}`);
+    }
+  });
+  check((await page.$eval('#grid-note', (e) => e.textContent)).includes('auto-contrast'), 'the caption says the page is stretched');
+  await shot(page, 'contrast-on', { clip: { x: 0, y: 380, width: 1400, height: 520 } });
+  // Off: the bytes as they are (dark), and the choice is kept in the address bar.
+  await page.click('#contrast-btn');
+  await page.waitForFunction(() => /** @type {HTMLElement} */ (document.querySelector('#contrast-btn')).dataset.state === 'off');
+  await rendered(page, 'page:0:48');
+  eq(await contrastState(page), { shown: true, state: 'off', pressed: 'false', text: 'Auto-contrast off' }, 'the toggle shows auto-contrast off');
+  await checkPixels(page, ref, idx.slice(0, 6), { w: 16, h: 16, c: 1 });
+  check(grayRange(await tilePixels(page, idx))[1] <= 16, 'without auto-contrast the tiles are dark');
+  check(page.url().includes('contrast=off'), `the address bar keeps the choice (${page.url()})`);
+  await shot(page, 'contrast-off', { clip: { x: 0, y: 380, width: 1400, height: 520 } });
+  await page.reload();
+  await rendered(page, 'page:0:48');
+  eq((await contrastState(page)).state, 'off', 'auto-contrast after a reload');
+  // The detail view follows the choice and has its own toggle.
+  await page.click('#grid .tile[data-index="3"]');
+  await page.waitForSelector('dialog#detail[data-loaded="3"]');
+  eq((await contrastState(page, '.zoom-tools .toggle')).state, 'off', 'the detail view is off too');
+  check(grayRange(await zoomPixels(page))[1] <= 16, 'the zoomed image without auto-contrast is dark');
+  await page.click('.zoom-tools .toggle');
+  eq((await contrastState(page, '.zoom-tools .toggle')).state, 'on', 'the detail toggle turns it on');
+  const z = grayRange(await zoomPixels(page));
+  check(z[1] - z[0] >= 250, `the zoomed record stretched spans ${z[0]}..${z[1]}`);
+  await shot(page, 'contrast-detail');
+  await page.keyboard.press('Escape');
+  await rendered(page, 'page:0:48');
+  eq((await contrastState(page)).state, 'on', 'the grid follows the detail toggle');
+  // Full-range images keep their bytes: auto-contrast stays off by default.
+  const full = await newPage(`store=${fixture('u8img_zstd')}`);
+  await rendered(full, 'page:0:48');
+  eq((await contrastState(full)).state, 'off', 'u8img (values 0..255): auto-contrast off');
+});
+
+/** The header fields of a store's meta.zr (without reading its sparse 256 MiB). */
+function header(dir) {
+  const fd = openSync(join(dir, 'meta.zr'), 'r');
+  const h = Buffer.alloc(16);
+  readSync(fd, h, 0, 16, 0);
+  closeSync(fd);
+  return { tailChunk: h.readUInt16LE(6), tailOffset: h.readUInt32LE(8), length: h.readUInt32LE(12) };
+}
+
+await test('sizes: the bytes used lead, the apparent size of preallocated files follows', async (newPage) => {
+  const dir = join(EXTRA, 'digits');
+  const page = await newPage('store=/extra/digits/');
+  await rendered(page);
+  await page.waitForFunction(() => /** @type {HTMLElement | null} */ (document.querySelector('[data-k="used-bytes"]'))?.dataset.v);
+  // Bytes used: the table (16 + 16 per record), the chunk data up to the append frontier, and the
+  // other files whole: what the native tool counts, read here from the header and the file sizes.
+  const h = header(dir);
+  const files = readdirSync(dir).map((f) => /** @type {[string, number]} */ ([f, statSync(join(dir, f)).size]));
+  const others = files.filter(([f]) => f !== 'meta.zr' && !/^\d+\.zr$/.test(f)).reduce((x, [, n]) => x + n, 0);
+  const used = 16 + 16 * h.length + h.tailChunk * 2 ** 32 + h.tailOffset + others;
+  const apparent = files.reduce((x, [, n]) => x + n, 0);
+  check(apparent > 100 * used, `the store is preallocated (apparent ${apparent}, used ${used})`);
+  const card = await page.$eval('[data-k="used-bytes"]', (e) => ({ v: Number(e.dataset.v), lead: e.textContent, card: /** @type {HTMLElement} */ (e.closest('.card')).innerText }));
+  eq(card.v, used, 'bytes used');
+  eq(Number(await page.$eval('[data-k="apparent-bytes"]', (e) => e.dataset.v)), apparent, 'apparent bytes');
+  const st = await (await nodeStore(dir)).stats();
+  if (st.usedBytes !== undefined) eq(st.usedBytes, used, 'stats().usedBytes (Node) and the viewer');
+  check(/KiB/.test(card.lead) && !/GiB/.test(card.lead), `the card leads with the bytes used: ${card.lead}`);
+  check(card.card.indexOf(card.lead) < card.card.indexOf('GiB'), `the apparent size comes after: ${card.card}`);
+  await page.click('.files summary');
+  await shot(page, 'sizes', { clip: { x: 0, y: 0, width: 1400, height: 620 } });
+});
+
+await test('stores opened from the command line are titled by their folders', async (newPage) => {
+  const root = mkdtempSync(join(tmpdir(), 'loaderx-viewer-named-'));
+  cpSync(join(FIXTURES, 'u8img_zstd/store'), join(root, 'handwritten digits'), { recursive: true });
+  cpSync(join(FIXTURES, 'labels_i64_zstd/store'), join(root, 'mnist', 'store'), { recursive: true });
+  const v = await startViewer({ store: join(root, 'handwritten digits'), store2: join(root, 'mnist', 'store'), port: 0, mounts: pageMount });
+  try {
+    const page = await newPage(null, { url: v.viewerUrl });
+    await rendered(page, 'page:0:48');
+    await page.waitForFunction(() => document.querySelectorAll('#stream-list .chip').length === 2);
+    eq(await page.$eval('#store-name', (e) => e.textContent), 'handwritten digits', 'the title');
+    eq(await page.title(), 'handwritten digits · loaderx viewer', 'the window title');
+    eq(await page.$$eval('#stream-list .chip strong', (c) => c.map((e) => e.textContent)), ['handwritten digits', 'mnist/store'], 'the streams');
+    eq(await page.$eval('#grid .tile .stream-name', (e) => e.textContent), 'mnist', 'the second stream\'s name on the tiles');
+  } finally {
+    await v.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+await test('detail view: every column of a wide values table is reachable', async (newPage) => {
+  const page = await newPage('store=/extra/wide/');
+  await rendered(page);
+  const ref = await nodeStore(join(EXTRA, 'wide'));
+  const rec = await ref.get(2);
+  await page.click('#grid .tile[data-index="2"]');
+  await page.waitForSelector('dialog#detail[data-loaded="2"]');
+  const row = () => page.$eval('.vlist', (l) => {
+    const r = l.getBoundingClientRect();
+    const cells = [...l.querySelectorAll('.vrow[data-row="0"] .vv')].map((c) => {
+      const b = c.getBoundingClientRect();
+      return { text: c.textContent, left: b.left, right: b.right, cut: c.scrollWidth > c.clientWidth };
+    });
+    return { cells, left: r.left + l.clientLeft, right: r.left + l.clientLeft + l.clientWidth };
+  });
+  const before = await row();
+  eq(before.cells.length, 16, 'cells in the first row');
+  before.cells.forEach((c, k) => {
+    check(!c.cut, `cell ${k} (${c.text}) is cut`);
+    if (k) check(before.cells[k - 1].right <= c.left, `cells ${k - 1} and ${k} overlap`);
+    near(Number(c.text.replace('−', '-')), rec[k], `cell ${k}`, 1e-4);
+  });
+  check(before.cells[15].right > before.right, 'the row is wider than the list (the case this pins)');
+  await page.$eval('.vlist', (l) => { l.scrollLeft = l.scrollWidth; });
+  const after = await row();
+  check(after.cells[15].right <= after.right + 0.5 && after.cells[15].left >= after.left, `the last column scrolls into view (${JSON.stringify(after.cells[15])}, list ${after.left}..${after.right})`);
+  await shot(page, 'detail-wide');
+});
+
+await test('ragged sparklines of thousands of values are continuous lines', async (newPage) => {
+  const page = await newPage('store=/extra/waves/');
+  await rendered(page);
+  const ref = await nodeStore(join(EXTRA, 'waves'));
+  const lens = Array.from(await ref.lengths([0, 1, 2, 3, 4, 5]), (b) => b / 4);
+  const sparks = await page.$$eval('#grid .tile canvas.spark', (cs) => cs.slice(0, 6).map((c) => {
+    const d = /** @type {any} */ (window).__pixels(c);
+    const cols = [];
+    for (let x = 0; x < c.width; x++) {
+      let ink = 0;
+      let top = -1;
+      let bottom = -1;
+      for (let y = 0; y < c.height; y++) {
+        const a = d[(y * c.width + x) * 4 + 3];
+        ink += a;
+        if (a >= 64) { if (top < 0) top = y; bottom = y; }
+      }
+      cols.push([ink, top, bottom]);
+    }
+    return { w: c.width, cols };
+  }));
+  eq(sparks.length, 6, 'sparklines');
+  sparks.forEach((s, k) => {
+    check(lens[k] > 2 * s.w, `record ${k}: ${lens[k]} values over ${s.w} pixels (the case this pins)`);
+    for (let x = 1; x < s.w - 1; x++) {
+      const [ink, top, bottom] = s.cols[x];
+      check(ink >= 200, `record ${k}: the line is faint or broken at x=${x} (ink ${ink})`);
+      const [, t2, b2] = s.cols[x + 1];
+      if (x + 1 < s.w - 1) check(t2 <= bottom + 2 && top <= b2 + 2, `record ${k}: a gap between x=${x} (${top}..${bottom}) and ${x + 1} (${t2}..${b2})`);
+    }
+  });
+  await shot(page, 'sparklines', { clip: { x: 0, y: 560, width: 1400, height: 400 } });
+});
+
+/** A free port on 127.0.0.1. */
+const freePort = () => new Promise((ok, fail) => {
+  const s = createServer();
+  s.once('error', fail);
+  s.listen(0, '127.0.0.1', () => {
+    const { port } = /** @type {import('node:net').AddressInfo} */ (s.address());
+    s.close(() => ok(port));
+  });
+});
+
+/** What the page shows: the window title, the text, the address, and the inputs unless `typed` (what the user typed in them). */
+const everythingShown = (page, typed = false) => page.evaluate((t) => [document.title, document.body.innerText, location.href,
+  ...(t ? [] : [...document.querySelectorAll('input')].map((i) => /** @type {HTMLInputElement} */ (i).value))].join('\n'), typed);
+
+await test('URLs with secrets are shown redacted and kept in the requests', async (newPage) => {
+  const SECRETS = /pa55word|S3cr3tSig|AKIDSECRET/;
+  /** @type {{url: string, auth: string | undefined}[]} */
+  const seen = [];
+  const record = (/** @type {import('node:http').IncomingMessage} */ req) => seen.push({ url: req.url ?? '', auth: req.headers.authorization });
+  viewer.server.on('request', record);
+  try {
+    // A presigned-style query string: opens; the title, source, box and address show it redacted.
+    const page = await newPage('');
+    const url = `${viewer.url}fixtures/u8img_zstd/store/?sig=S3cr3tSig&X-Amz-Credential=AKIDSECRET`;
+    await page.fill('#url-input', url);
+    await page.click('#url-form button');
+    await rendered(page, 'page:0:48');
+    let shown = await everythingShown(page);
+    check(!SECRETS.test(shown), `a secret is shown: ${shown.match(SECRETS)?.[0]}`);
+    check(shown.includes('store/?sig=***&X-Amz-Credential=***'), 'the URL is shown redacted');
+    check(seen.some((r) => r.url.startsWith('/fixtures/u8img_zstd/store/meta.zr') && r.url.includes('sig=S3cr3tSig')), `the requests keep the query: ${seen.map((r) => r.url).slice(0, 4).join(' ')}`);
+    // The box shows the redacted URL; opening it again opens the real one.
+    await page.click('#url-form button');
+    await rendered(page, 'page:0:48');
+    check(await page.$eval('#banner', (b) => b.hidden), 'reopening from the redacted box works');
+    // userinfo: the browser's fetch refuses URLs with credentials, or the package sends them
+    // as Authorization; either way the password is never shown.
+    const page2 = await newPage('');
+    seen.length = 0;
+    await page2.fill('#url-input', `http://reader:pa55word@127.0.0.1:${new URL(viewer.url).port}/fixtures/u8img_zstd/store/`);
+    await page2.click('#url-form button');
+    await page2.waitForFunction(() => (!/** @type {HTMLElement} */ (document.querySelector('#banner')).hidden) || /** @type {HTMLElement} */ (document.querySelector('#grid')).dataset.key);
+    shown = await everythingShown(page2, true);
+    check(!SECRETS.test(shown), `the password is shown: ${shown}`);
+    check(shown.includes('http://***@127.0.0.1'), `the URL is shown redacted: ${shown}`);
+    for (const r of seen) if (r.url.includes('/fixtures/u8img_zstd/store/')) eq(r.auth, `Basic ${Buffer.from('reader:pa55word').toString('base64')}`, `credentials of ${r.url}`);
+    // An error naming the URL: no store there.
+    const page3 = await newPage(`store=/bad/nope/?sig=S3cr3tSig`);
+    await waitBanner(page3);
+    shown = await everythingShown(page3);
+    check(/No store there/.test(shown) && !SECRETS.test(shown), `the error: ${shown}`);
+  } finally {
+    viewer.server.off('request', record);
+  }
+  // The command: prints the URL redacted; the page gets the URL from its server, not the address.
+  const port = await freePort();
+  const storeUrl = `http://127.0.0.1:${port}/store2/u8img_zstd/store/?sig=S3cr3tSig&X-Amz-Credential=AKIDSECRET`;
+  const child = spawn(process.execPath, [join(REPO, 'js/bin/loaderx-view.mjs'), storeUrl, '--store2', join(FIXTURES, 'u8img_zstd/store'), '--port', String(port), '--no-open'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => { out += d; });
+  child.stderr.on('data', (d) => { out += d; });
+  try {
+    const link = await new Promise((ok, fail) => {
+      const t = setTimeout(() => fail(new Failure(`loaderx-view printed no URL: ${out}`)), 15_000);
+      child.stdout.on('data', () => { const m = /http:\S+\/viewer\/\S*/.exec(out); if (m) { clearTimeout(t); ok(m[0]); } });
+      child.on('exit', (code) => { clearTimeout(t); fail(new Failure(`loaderx-view exited (${code}): ${out}`)); });
+    });
+    check(!SECRETS.test(out), `loaderx-view printed a secret: ${out}`);
+    check(out.includes('store/?sig=***&X-Amz-Credential=***'), `loaderx-view names the store, redacted: ${out}`);
+    const page = await newPage(null, { url: link });
+    await rendered(page, 'page:0:48');
+    await page.waitForFunction(() => document.querySelectorAll('#stream-list .chip').length === 2);
+    const shown = await everythingShown(page);
+    check(!SECRETS.test(shown), `a secret is shown: ${shown.match(SECRETS)?.[0]}`);
+    check(shown.includes('sig=***'), 'the store\'s URL is shown redacted');
+    await page.reload();
+    await rendered(page, 'page:0:48');
+    await shot(page, 'secrets', { clip: { x: 0, y: 0, width: 1400, height: 300 } });
+  } finally {
+    child.kill();
+  }
+});
+
+await test(BIG_TEST, async (newPage) => {
   const page = await newPage('store=/big/&store2=/big-labels/');
   await rendered(page, 'page:0:48');
   eq(Number(await page.$eval('[data-k="records"]', (e) => e.dataset.v)), BIG_N, 'records');
