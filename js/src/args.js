@@ -7,8 +7,12 @@ import { loaderxError, describe } from './errors.js';
 export const VERIFY_BATCH = 1024;
 /** Records per batch of `Store.batches`, by default. */
 export const BATCH_SIZE = 1024;
-/** Longest array-like taken as indices (the longest Array). */
-const MAX_INDICES = 2 ** 32 - 1;
+/** Longest list of indices one call takes: the most records a store holds (2^24), so a call
+ *  can name every record once. A longer list (an endless generator, say) is LOADERX_TOO_LARGE,
+ *  and an iterable is not read past its MAX_INDICES + 1st element. */
+export const MAX_INDICES = 2 ** 24;
+/** Longest array-like taken as a list at all (the longest Array); longer is not a list. */
+const MAX_ARRAY_LIKE = 2 ** 32 - 1;
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 /**
@@ -29,17 +33,34 @@ function toNumbers(indices) {
   }
   const list = /** @type {any} */ (indices);
   if (ArrayBuffer.isView(list) && !(list instanceof DataView)) {
+    tooMany(/** @type {ArrayLike<unknown>} */ (/** @type {unknown} */ (list)).length);
     return list instanceof BigInt64Array || list instanceof BigUint64Array ? Float64Array.from(list, toNumber) : Float64Array.from(/** @type {ArrayLike<number>} */ (/** @type {unknown} */ (list)));
   }
-  if (typeof list[Symbol.iterator] === 'function') return Float64Array.from(list, toNumber);
+  if (typeof list[Symbol.iterator] === 'function') {
+    const out = [];
+    for (const x of list) {
+      // Leaving the loop closes the iterator (a generator's finally blocks run).
+      if (out.length === MAX_INDICES) tooMany(MAX_INDICES + 1);
+      out.push(toNumber(x));
+    }
+    return Float64Array.from(out);
+  }
   const n = list.length;
-  if (!Number.isSafeInteger(n) || n < 0 || n > MAX_INDICES) {
+  if (!Number.isSafeInteger(n) || n < 0 || n > MAX_ARRAY_LIKE) {
     throw loaderxError('LOADERX_ARGUMENT', `indices must be an array, typed array or other list of integers, got ${describe(indices)} with length ${describe(n)}`);
   }
+  tooMany(n);
   // Element by element, so a made-up length fails at its first hole before anything is allocated.
   const out = [];
   for (let k = 0; k < n; k++) out.push(toNumber(list[k]));
   return Float64Array.from(out);
+}
+
+/** LOADERX_TOO_LARGE when a list of `n` indices is longer than one call takes. */
+function tooMany(n) {
+  if (n > MAX_INDICES) {
+    throw loaderxError('LOADERX_TOO_LARGE', `a call takes at most ${MAX_INDICES} indices (the most records a store holds), got ${n === MAX_INDICES + 1 ? 'more' : n}`);
+  }
 }
 
 /** One index as a number; anything but a number or a bigint a number holds exactly is

@@ -388,6 +388,8 @@ function model(t, method, arg) {
         return { codes: null };
       }
     } else if (Number.isSafeInteger(arg.length) && arg.length >= 0 && arg.length < 2 ** 32) {
+      // README: one call takes at most 2^24 indices; a longer list is refused at its length.
+      if (arg.length > 2 ** 24) return { codes: ['LOADERX_TOO_LARGE'] };
       elems = [];
       for (let k = 0; k < arg.length; k++) {
         const x = arg[k];
