@@ -4,6 +4,7 @@
 //
 //   node examples/qa.mjs STORE [--json] [--bins N]      (also: npx loaderx-qa STORE)
 import { Store } from '../src/node.js';
+import { redactUrl } from '../src/redact.js';
 
 const USAGE = 'usage: loaderx-qa STORE [--json] [--bins N]\n  STORE is a store directory or an http(s) URL';
 
@@ -54,6 +55,15 @@ async function allLengths(store) {
   return out;
 }
 
+/** `n` bytes in binary units (B, KiB, MiB, GiB, TiB), one decimal. */
+function human(n) {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let k = 0;
+  let v = n;
+  while (v >= 1024 && k < units.length - 1) { v /= 1024; k++; }
+  return k === 0 ? `${n} B` : `${v.toFixed(1)} ${units[k]}`;
+}
+
 async function main() {
   let opts;
   try {
@@ -67,7 +77,7 @@ async function main() {
   try {
     store = await Store.open(opts.store);
   } catch (e) {
-    console.error(`loaderx-qa: cannot open ${opts.store}: [${e.code}] ${e.message}`);
+    console.error(`loaderx-qa: cannot open ${redactUrl(opts.store)}: [${e.code}] ${redactUrl(e.message)}`);
     return 2;
   }
   try {
@@ -79,18 +89,22 @@ async function main() {
       onProgress: (done, total) => { if (tty) process.stderr.write(`\rverify ${done}/${total}`); },
     });
     if (tty) process.stderr.write('\n');
-    const result = { store: opts.store, ok: report.ok, length: store.length, schema: store.schema, header: store.header, stats, lengthHistogram: hist, bad: report.bad };
+    // A URL's userinfo and query values (a presigned signature) are never printed.
+    const shown = redactUrl(opts.store);
+    const result = { store: shown, ok: report.ok, length: store.length, schema: store.schema, header: store.header, stats, lengthHistogram: hist, bad: report.bad };
     if (opts.json) {
       console.log(JSON.stringify(result, null, 2));
     } else {
       const s = store.schema;
-      console.log(`store     ${opts.store}`);
+      console.log(`store     ${shown}`);
       console.log(`records   ${store.length}`);
       console.log(s ? `schema    ${s.kind} ${s.dtype} item_shape [${s.itemShape.join(', ')}] codec ${s.codec}` : 'schema    none (plain byte records)');
       if ('error' in stats) console.log(`stats     ${stats.error}`);
       else {
+        const files = Object.keys(stats.fileBytes).length;
+        console.log(`used      ${stats.usedBytes} bytes (${human(stats.usedBytes)}) in ${files} file${files === 1 ? '' : 's'}, ${stats.reclaimable} reclaimable, dictionary: ${stats.hasDict ? 'yes' : 'no'}`);
         console.log(`stored    ${stats.liveBytes} bytes live, ${stats.logicalBytes} decoded (ratio ${stats.compressionRatio.toFixed(2)}x)`);
-        console.log(`files     ${stats.apparentBytes} bytes (apparent size) in ${Object.keys(stats.fileBytes).length} files, ${stats.reclaimable} reclaimable, dictionary: ${stats.hasDict ? 'yes' : 'no'}`);
+        console.log(`apparent  ${stats.apparentBytes} bytes (${human(stats.apparentBytes)}; preallocated space not yet written counts here)`);
       }
       if (hist.bins.length) {
         console.log(`lengths   min ${hist.min}  max ${hist.max}  mean ${(hist.mean ?? 0).toFixed(1)} bytes`);
@@ -100,13 +114,13 @@ async function main() {
       if (report.ok) console.log(`verify    ok: all ${store.length} records decode`);
       else {
         console.log(`verify    FAILED: ${report.bad.length} bad record(s)`);
-        for (const b of report.bad.slice(0, 50)) console.log(`  record ${b.index}: [${b.code}] ${b.message}`);
+        for (const b of report.bad.slice(0, 50)) console.log(`  record ${b.index}: [${b.code}] ${redactUrl(b.message)}`);
         if (report.bad.length > 50) console.log(`  ... and ${report.bad.length - 50} more`);
       }
     }
     return report.ok && !('error' in stats) ? 0 : 1;
   } catch (e) {
-    console.error(`loaderx-qa: [${e.code}] ${e.message}`);
+    console.error(`loaderx-qa: [${e.code}] ${redactUrl(e.message)}`);
     return 1;
   } finally {
     await store.close();

@@ -1,5 +1,5 @@
 // Types of the browser entry point (src/browser.js).
-import type { BlobSource, BuiltinSource, Bytes, Source, StoreApi } from './common.js';
+import type { BlobSource, BuiltinSource, Bytes, HttpOpenOptions, Source, StoreApi } from './common.js';
 
 export * from './common.js';
 
@@ -8,7 +8,7 @@ export type Openable =
   | string | URL | Source | FileList | File[] | FileSystemDirectoryHandle
   | Record<string, Blob | Bytes | null | undefined> | Map<string, Blob | Bytes | null | undefined>;
 
-export interface OpenOptions {
+export interface OpenOptions extends HttpOpenOptions {
   /** Host the store in a Web Worker (decoding off this thread). */
   worker?: boolean;
   /** Decode on the threaded build's wasm pool in a worker (default: when the page is

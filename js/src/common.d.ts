@@ -77,10 +77,16 @@ export interface Stats {
   chunkBytes: number;
   reclaimable: number;
   compressionRatio: number;
-  /** Size of each file of the store. */
+  /**
+   * Bytes the store's files hold: meta.zr up to the end of its table (16 + 16 · length),
+   * schema.msgpack and dict.zr, and each chunk file up to the append frontier (each at most the
+   * file's size). About what the native `loaderx stats` reports as on disk; the figure to show.
+   */
+  usedBytes: number;
+  /** Apparent size of each file the store has (a missing dict.zr or schema.msgpack is absent). */
   fileBytes: Record<string, number>;
-  /** The sum of `fileBytes`: the files' apparent size, not the blocks allocated on disk (the
-   *  native tool's `disk_bytes`). */
+  /** The sum of `fileBytes`: the files' apparent size, which counts the space preallocated
+   *  chunk files (4 GiB each) and meta.zr reserve before it is written. */
   apparentBytes: number;
   hasDict: boolean;
 }
@@ -198,7 +204,23 @@ export interface HttpOptions {
   headers?: Record<string, string>;
   /** Bytes of recently read record ranges kept (default 64 MiB). */
   cacheBytes?: number;
+  /** Milliseconds each request (answer and body) may take (default 30 000; Infinity: no limit);
+   *  past it the call rejects with LOADERX_IO naming the URL. */
+  timeout?: number;
+  /** Aborts the requests in flight and every later one (LOADERX_IO naming the URL). It cannot
+   *  be sent to a worker: such a source opens on the calling thread, as with `fetch`. */
+  signal?: AbortSignal;
 }
+
+/** `Store.open` options that reach the HttpSource made of a URL. */
+export interface HttpOpenOptions {
+  timeout?: number;
+  signal?: AbortSignal;
+}
+
+/** `text` with the userinfo and query values of every http(s)/s3/gs/az URL in it replaced by
+ *  `***` (`http://***@host/x?sig=***`), as the package shows URLs everywhere. */
+export declare function redactUrl(text: string | URL): string;
 
 /** A store over HTTP(S), read with single-range GETs (a server answering 200 is LOADERX_NO_RANGE). */
 /** What every built-in source has (declared once, merged into each class below). */
@@ -215,6 +237,8 @@ export interface HttpSource extends BuiltinSource {}
 export declare class HttpSource {
   constructor(base: string | URL, options?: HttpOptions);
   cacheBytes: number;
+  timeout: number;
+  signal: AbortSignal | null;
   /** LOADERX_ARGUMENT with a custom fetch. */
   descriptor(): unknown;
 }

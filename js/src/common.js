@@ -4,3 +4,4 @@ export { HttpSource } from './sources/http.js';
 export { MemorySource } from './sources/memory.js';
 export { BlobSource } from './sources/blob.js';
 export { dtypeInfo } from './dtype.js';
+export { redactUrl } from './redact.js';

@@ -2,6 +2,7 @@
 // ...) as plain Errors named "LoaderxError" with a `code`; `toLoaderxError` makes them instances
 // of LoaderxError where they cross into JS, so `e instanceof LoaderxError` holds for every error
 // the package gives (worker errors are rebuilt as LoaderxErrors too).
+import { redactUrl } from './redact.js';
 
 /** Every rejection (and synchronous throw) of the package: a stable `code`, and `index` when
  *  one record is at fault. */
@@ -12,7 +13,8 @@ export class LoaderxError extends Error {
    * @param {{cause?: unknown, index?: number, file?: string, offset?: number}} [options]
    */
   constructor(code, message, options = {}) {
-    super(message, 'cause' in options ? { cause: options.cause } : undefined);
+    // A URL in the message is shown without its secrets (redact.js), whoever built the message.
+    super(redactUrl(message), 'cause' in options ? { cause: options.cause } : undefined);
     this.code = code;
     if (options.index != null) this.index = options.index;
     if (options.file != null) this.file = options.file;

@@ -215,14 +215,15 @@ export function nodeApi(wasm) {
     }
 
     /**
-     * Opens a store as store.js's Store.open does (options are ignored, as there). A store
+     * Opens a store as store.js's Store.open does (`options.timeout` and `options.signal` go to
+     * the HttpSource of a URL; other options are ignored). A store
      * directory shares its large calls with the worker, which it connects to at its first call
      * of at least `workerMin` bytes (that call runs on this thread).
      */
     static async open(value, options) {
       let source;
       try {
-        source = nodeSource(value);
+        source = nodeSource(value, options != null && typeof options === 'object' ? options : {});
       } catch (e) {
         throw argumentError(e, 'cannot open a store from this value');
       }
@@ -380,6 +381,14 @@ export function nodeApi(wasm) {
     /** Storage usage (see store.js). */
     stats() {
       return this.#inner.stats();
+    }
+
+    /** `Store(<where it was opened from, URL secrets redacted>, <n> records)`. */
+    toString() {
+      return this.#inner.toString();
+    }
+    [Symbol.for('nodejs.util.inspect.custom')]() {
+      return this.toString();
     }
 
     /** Releases the files, the wasm memory and this store's share of the worker. Later calls

@@ -1,19 +1,24 @@
 // Types of the Node entry point (src/node.js).
-import type { Bytes, Source, StoreApi } from './common.js';
+import type { Bytes, HttpOpenOptions, Source, StoreApi } from './common.js';
 
 export * from './common.js';
 
 /** What `Store.open` takes in Node. */
-export type Openable = string | URL | Source | Record<string, Bytes | null | undefined> | Map<string, Bytes | null | undefined>;
+export type Openable =
+  | string | URL | Source
+  | Record<string, Bytes | null | undefined> | Map<string, Bytes | null | undefined>
+  | Record<string, Blob> | Map<string, Blob>;
 
 export interface Store extends StoreApi {}
 export declare class Store {
   private constructor();
   /**
-   * A directory path (or file: URL), an http(s) URL, a Source or `{name: bytes}`. Always a
-   * promise: anything else (undefined, null, a number) rejects with LOADERX_ARGUMENT.
+   * A directory path, a file: URL (string or URL), an http(s) URL, a Source, `{name: Blob}` or
+   * `{name: bytes}`. `options.timeout` / `options.signal` go to a URL's HttpSource. Always a
+   * promise: anything else (undefined, null, a number, a Promise, an ftp:// or s3:// URL, the
+   * path of meta.zr or another file) rejects with LOADERX_ARGUMENT.
    */
-  static open(source: Openable): Promise<Store>;
+  static open(source: Openable, options?: HttpOpenOptions): Promise<Store>;
 }
 
 /** A store directory on a local disk, read with positional reads. */

@@ -11,6 +11,7 @@ import { loaderxError, ioError, argumentError, isLoaderxError, wasmCall, describ
 import { asBytes } from './bytes.js';
 import { toIndexArray, verifyOptions, u64 } from './args.js';
 import { batches } from './batches.js';
+import { redactUrl } from './redact.js';
 
 /** Left by a native writer killed mid-delete; the native engine finishes the delete on open. */
 const JOURNAL = 'delete.journal';
@@ -84,6 +85,26 @@ function sourceCount(source, name, start, end, n) {
   return n;
 }
 
+/** Apparent size of a preallocated chunk file; a chunk's records end before it. */
+const CHUNK_SIZE = 2 ** 32;
+
+/**
+ * LOADERX_IO for a chunk that a source with `sizeWraps` (Blobs) reports as empty while the header
+ * says records were written to it. Node's `fs.openAsBlob` gives a file of exactly 4 GiB, as
+ * every preallocated chunk is, size 0; such a Blob reads as empty too, so the store would look
+ * corrupt when it is not.
+ */
+function emptyChunks(source, reader, lens) {
+  const { tailChunk, tailOffset } = reader.header();
+  lens.forEach((size, c) => {
+    if (size === 0 && (c < tailChunk || tailOffset > 0)) {
+      throw loaderxError('LOADERX_IO', `${labelOf(source)}: ${c}.zr is a Blob of 0 bytes, but the store has written ${c < tailChunk ? 'a whole chunk' : `${tailOffset} bytes`} to it. `
+        + "Node's fs.openAsBlob reports a file of exactly 4 GiB (every preallocated chunk file) as 0 bytes and reads nothing from it; "
+        + 'in Node open the store directory by its path instead (Store.open(dir))');
+    }
+  });
+}
+
 /** Closes a source, if it has a close(). */
 async function closeSource(source) {
   if (typeof source?.close === 'function') await source.close();
@@ -128,7 +149,7 @@ class RangeCache {
  */
 /**
  * @param {any} wasm
- * @param {(value: unknown) => any} [toSource]
+ * @param {(value: unknown, options: any) => any} [toSource]
  * @param {((source: any, options: {worker?: unknown, threads?: unknown}) => Promise<any> | null) | null} [elsewhere]
  */
 export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
@@ -173,9 +194,14 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
         ]);
         if (schema) reader.setSchema(schema);
         if (dict) reader.setDict(dict);
+        if (source.sizeWraps) emptyChunks(source, reader, lens);
         reader.setChunkLens(Float64Array.from(lens, (x) => (x == null ? -1 : x)));
-        const fileBytes = { 'meta.zr': metaSize, 'schema.msgpack': schemaSize ?? 0, 'dict.zr': dictSize ?? 0 };
-        chunks.forEach((n, k) => { fileBytes[n] = lens[k] ?? 0; });
+        // The files that are there, by name (a store without dict.zr has none to count).
+        /** @type {Record<string, number>} */
+        const fileBytes = { 'meta.zr': metaSize };
+        if (schemaSize != null) fileBytes['schema.msgpack'] = schemaSize;
+        if (dictSize != null) fileBytes['dict.zr'] = dictSize;
+        chunks.forEach((n, k) => { if (lens[k] != null) fileBytes[n] = lens[k]; });
         return new Store(KEY, source, reader, { schema: reader.schema(), fileBytes });
       } catch (e) {
         reader.free();
@@ -216,7 +242,7 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
       const opts = options != null && typeof options === 'object' ? options : {};
       let src;
       try {
-        src = toSource(source);
+        src = toSource(source, opts);
       } catch (e) {
         throw argumentError(e, 'cannot open a store from this value');
       }
@@ -522,8 +548,10 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
 
     /**
      * Storage usage: `{records, liveBytes, logicalBytes, chunkBytes, reclaimable,
-     * compressionRatio, fileBytes, apparentBytes, hasDict}`. Reads the live table.
-     * `apparentBytes` is the sum of the files' sizes (not the blocks allocated on disk).
+     * compressionRatio, usedBytes, fileBytes, apparentBytes, hasDict}`. Reads the live table.
+     * `usedBytes` is what the store's files hold (see `usedBytes` below); `apparentBytes` is the
+     * sum of the files' sizes, which counts the unwritten (sparse) space preallocated chunks and
+     * meta.zr reserve.
      */
     async stats() {
       return this.#guard('stats', async () => {
@@ -540,8 +568,23 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
         const s = reader.stats(live, logical);
         const fileBytes = { ...this.#info.fileBytes };
         const apparentBytes = Object.values(fileBytes).reduce((a, b) => a + b, 0);
-        return { ...s, compressionRatio: s.liveBytes ? s.logicalBytes / s.liveBytes : 1, fileBytes, apparentBytes, hasDict: reader.hasDict };
+        return {
+          ...s,
+          compressionRatio: s.liveBytes ? s.logicalBytes / s.liveBytes : 1,
+          usedBytes: usedBytes(fileBytes, reader.header()),
+          fileBytes,
+          apparentBytes,
+          hasDict: reader.hasDict,
+        };
       });
+    }
+
+    /** `Store(<where it was opened from, URL secrets redacted>, <n> records)`. */
+    toString() {
+      return `Store(${redactUrl(labelOf(this.#source))}, ${this.#closed ? 'closed' : `${this.#reader.length} records`})`;
+    }
+    [Symbol.for('nodejs.util.inspect.custom')]() {
+      return this.toString();
     }
 
     /** Releases the files and the wasm memory. Later calls reject with LOADERX_CLOSED. A source
@@ -616,6 +659,26 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
   }
 
   return { Store, Sampler, version: wasm.version(), threaded: wasm.isThreaded() };
+}
+
+/**
+ * Bytes the store's files hold, whatever their apparent size: meta.zr up to the end of its table
+ * (16 + 16 · length), schema.msgpack and dict.zr whole, each chunk file up to the append frontier
+ * (the tail chunk up to the tail offset; earlier chunks, which the writer filled before it moved
+ * on, whole), each at most the file's size. On a local disk the native `loaderx stats` reports
+ * about this as "on disk" (it counts the allocated blocks).
+ * @param {Record<string, number>} fileBytes @param {{tailChunk: number, tailOffset: number, length: number}} header
+ */
+function usedBytes(fileBytes, { tailChunk, tailOffset, length }) {
+  let used = 0;
+  for (const [name, size] of Object.entries(fileBytes)) {
+    const chunk = /^(\d+)\.zr$/.exec(name);
+    let held = size;
+    if (name === 'meta.zr') held = 16 + 16 * length;
+    else if (chunk) held = Number(chunk[1]) < tailChunk ? CHUNK_SIZE : Number(chunk[1]) === tailChunk ? tailOffset : 0;
+    used += Math.min(size, held);
+  }
+  return used;
 }
 
 /** Only `Store.open` constructs stores. */

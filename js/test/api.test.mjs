@@ -286,7 +286,10 @@ describe('a custom fetch never goes to a worker', () => {
 
   test('its descriptor() is LOADERX_ARGUMENT; without a custom fetch it describes the source', () => {
     assert.throws(() => new HttpSource(server, { fetch: myFetch }).descriptor(), (/** @type {any} */ e) => { assertLoaderxError(e, 'LOADERX_ARGUMENT'); return /custom fetch/.test(e.message); });
-    assert.deepEqual(new HttpSource(server).descriptor(), { kind: 'http', base: server, headers: {}, cacheBytes: 64 << 20 });
+    assert.deepEqual(new HttpSource(server).descriptor(), { kind: 'http', base: server, headers: {}, cacheBytes: 64 << 20, timeout: 30_000 });
+    assert.equal(/** @type {any} */ (new HttpSource(server, { timeout: 500 }).descriptor()).timeout, 500);
+    // A signal cannot be sent to a worker either.
+    assert.throws(() => new HttpSource(server, { signal: new AbortController().signal }).descriptor(), (/** @type {any} */ e) => /a signal/.test(e.message));
   });
 
   test('{worker: true} or {threads: true} with it rejects with LOADERX_ARGUMENT, before any worker starts', async () => {

@@ -11,6 +11,9 @@ export class BlobSource {
     this.files = files instanceof Map ? files : new Map(Object.entries(files));
     this.label = label;
     this.maxGap = 1 << 16;
+    /** A Blob's size may have wrapped at 2^32 (Node's fs.openAsBlob): the store checks that no
+     *  chunk it has written to shows as empty (store.js). */
+    this.sizeWraps = true;
   }
 
   /**

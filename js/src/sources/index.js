@@ -6,10 +6,17 @@ import { loaderxError, describe } from '../errors.js';
 
 const isSource = (s) => s && typeof s.read === 'function' && typeof s.size === 'function';
 
-/** A URL string, URL, FileList/File[], FileSystemDirectoryHandle, `{name: Blob|bytes}` or source. */
-export function browserSource(source) {
+/** A URL string, URL, FileList/File[], FileSystemDirectoryHandle, `{name: Blob|bytes}` or source
+ *  (`options.timeout` and `options.signal` go to a URL's HttpSource). */
+export function browserSource(source, options = {}) {
   if (isSource(source)) return source;
-  if (typeof source === 'string' || source instanceof URL) return new HttpSource(new URL(source, globalThis.location?.href));
+  if (typeof source === 'string' || source instanceof URL) {
+    const { timeout, signal } = options ?? {};
+    return new HttpSource(new URL(source, globalThis.location?.href), { ...(timeout != null && { timeout }), ...(signal != null && { signal }) });
+  }
+  if (source && typeof (/** @type {any} */ (source)).then === 'function') {
+    throw loaderxError('LOADERX_ARGUMENT', 'cannot open a store from a Promise: did you forget an `await`?');
+  }
   if (globalThis.FileSystemDirectoryHandle && source instanceof globalThis.FileSystemDirectoryHandle) return new DirectoryHandleSource(source);
   if ((globalThis.FileList && source instanceof globalThis.FileList) || (Array.isArray(source) && source.every((f) => f instanceof Blob))) {
     return BlobSource.fromFiles(source);
@@ -25,7 +32,7 @@ export function browserSource(source) {
 /** Rebuilds a source from its structured-clonable descriptor (in a worker). */
 export function fromDescriptor(d) {
   switch (d.kind) {
-    case 'http': return new HttpSource(d.base, { headers: d.headers, cacheBytes: d.cacheBytes });
+    case 'http': return new HttpSource(d.base, { headers: d.headers, cacheBytes: d.cacheBytes, timeout: d.timeout });
     case 'blobs': return new BlobSource(d.files, d.label);
     case 'dir': return new DirectoryHandleSource(d.handle);
     case 'memory': return new MemorySource(d.files, d.label);

@@ -3,29 +3,85 @@
 // on libuv's thread pool (readInto), so they proceed while the event loop decodes another batch,
 // or made on the calling thread (readIntoSync: no thread-pool round trip per read), which the
 // store does for a call of at most `syncLimit` bytes when no other call is waiting on the source.
-import { close, openSync, read, readSync } from 'node:fs';
+import { close, openSync, read, readSync, statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HttpSource } from './http.js';
 import { MemorySource } from './memory.js';
+import { BlobSource } from './blob.js';
 import { loaderxError, describe } from '../errors.js';
+import { redactUrl } from '../redact.js';
 
 /**
- * A directory path (or file: URL), an http(s) URL (string or URL), a source (kept as it is) or `{name: bytes}`
- * as a source. Anything else (undefined, null, numbers, ...) is LOADERX_ARGUMENT.
+ * A directory path (or file: URL, string or URL), an http(s) URL (string or URL), a source (kept
+ * as it is), `{name: Blob}` or `{name: bytes}` (an object or a Map) as a source. `options`:
+ * `timeout` and `signal` for a URL's HttpSource. Anything else (undefined, null, numbers, a
+ * Promise, other URL schemes, a path to a file such as meta.zr) is LOADERX_ARGUMENT with a hint.
  * @param {unknown} value
+ * @param {{timeout?: number, signal?: AbortSignal}} [options]
  */
-export function nodeSource(value) {
-  if (value instanceof URL && value.protocol === 'file:') return new NodeSource(fileURLToPath(value));
-  if (value instanceof URL || (typeof value === 'string' && /^https?:\/\//i.test(value))) return new HttpSource(value);
-  if (typeof value === 'string') return new NodeSource(value);
+export function nodeSource(value, options = {}) {
   const v = /** @type {any} */ (value);
+  if (typeof value === 'string' || value instanceof URL) {
+    const text = String(value);
+    const scheme = value instanceof URL ? value.protocol.slice(0, -1) : /^([a-z][a-z0-9+.-]*):\/\//i.exec(text)?.[1];
+    if (scheme == null) return new NodeSource(directory(text, text));
+    const s = scheme.toLowerCase();
+    if (s === 'file') {
+      let path;
+      try {
+        path = fileURLToPath(value);
+      } catch (e) {
+        throw loaderxError('LOADERX_ARGUMENT', `cannot open a store from ${redactUrl(text)}: ${e.message}`);
+      }
+      return new NodeSource(directory(path, text));
+    }
+    if (s === 'http' || s === 'https') {
+      if (/\/meta\.zr\/?$/i.test(new URL(text).pathname)) throw metaFile(redactUrl(text));
+      const { timeout, signal } = options ?? {};
+      return new HttpSource(value, { ...(timeout != null && { timeout }), ...(signal != null && { signal }) });
+    }
+    const hint = ['s3', 'gs', 'gcs', 'az', 'abfs', 'abfss'].includes(s)
+      ? ': the JS package reads object storage over https (a public or presigned URL of the store directory)'
+      : ': pass a directory path, a file: URL or an http(s) URL';
+    throw loaderxError('LOADERX_ARGUMENT', `cannot open a store from ${redactUrl(text)}: ${scheme}:// URLs are not supported${hint}`);
+  }
   if (v != null && typeof v === 'object') {
+    if (typeof v.then === 'function') {
+      throw loaderxError('LOADERX_ARGUMENT', 'cannot open a store from a Promise: did you forget an `await`?');
+    }
     if (typeof v.read === 'function' && typeof v.size === 'function') return v;
+    const values = v instanceof Map ? [...v.values()] : Object.values(v);
+    if (values.length && values.every((x) => x instanceof Blob)) return new BlobSource(v);
     return new MemorySource(v);
   }
+  if (typeof value === 'function') {
+    throw loaderxError('LOADERX_ARGUMENT', `cannot open a store from a function: pass a directory path, an http(s) URL, {name: bytes} or a source`);
+  }
   throw loaderxError('LOADERX_ARGUMENT', `cannot open a store from ${describe(value)}: pass a directory path, an http(s) URL, {name: bytes} or a source`);
+}
+
+/** The path of a store directory, as given; a path to a file (meta.zr, say) is LOADERX_ARGUMENT
+ *  naming the directory to open instead. A missing path is left to the open (LOADERX_NOT_FOUND). */
+function directory(path, shown) {
+  let isFile = false;
+  try {
+    isFile = statSync(path).isFile();
+  } catch {
+    // Missing or unreadable: the open says so.
+  }
+  if (isFile) {
+    if (basename(path) === 'meta.zr') throw metaFile(shown, dirname(path));
+    throw loaderxError('LOADERX_ARGUMENT', `cannot open a store from ${shown}: it is a file; a store is a directory (the one that holds meta.zr)`);
+  }
+  return path;
+}
+
+/** LOADERX_ARGUMENT for a path or URL of meta.zr itself. */
+function metaFile(shown, dir) {
+  const where = dir == null ? 'the directory that holds it' : `the directory that holds it (${dir})`;
+  return loaderxError('LOADERX_ARGUMENT', `cannot open a store from ${shown}: that is the store's meta.zr; open ${where}`);
 }
 
 export class NodeSource {
