@@ -605,6 +605,19 @@ const isBytes = (x) => x instanceof ArrayBuffer || ArrayBuffer.isView(x);
 const holdsNonBytes = (v) => v != null && typeof v === 'object' && !(typeof v.read === 'function' && typeof v.size === 'function')
   && !(v instanceof URL) && (v instanceof Map ? [...v.values()] : Object.values(v)).some((x) => x != null && !isBytes(x));
 
+/** A `scheme://` string or URL that is not a valid http(s) or file: URL. */
+function badUrl(v) {
+  const scheme = v instanceof URL ? v.protocol.slice(0, -1) : typeof v === 'string' ? /^([a-z][a-z0-9+.-]*):\/\//i.exec(v)?.[1] : null;
+  if (scheme == null) return false;
+  if (!['http', 'https', 'file'].includes(scheme.toLowerCase())) return true;
+  try {
+    new URL(String(v));
+    return false;
+  } catch {
+    return true;
+  }
+}
+
 describe('Store.open', () => {
   const specialDirs = {};
   before(() => {
@@ -626,7 +639,7 @@ describe('Store.open', () => {
     await fc.assert(
       fc.asyncProperty(openValueArb(), fc.anything({ maxDepth: 1 }), async (d, options) => {
         const what = `Store.open(${fc.stringify(d)})`;
-        // @ts-expect-error Node's Store.open takes no options (a second argument is ignored, whatever it is)
+        // @ts-expect-error options of any type (Node's Store.open uses only timeout and signal, for URLs)
         const res = await settle(() => Store.open(resolve(d), options));
         if ('error' in res || res.hang) {
           // An object that is no source is {name: bytes}: a value in it that is not bytes is a
@@ -634,7 +647,9 @@ describe('Store.open', () => {
           const v = resolve(d);
           // A value that is neither a path nor an object (undefined, null, numbers, ...) is a bad argument.
           const notAnObject = typeof v !== 'string' && (v === null || typeof v !== 'object');
-          expectRejects(res, holdsNonBytes(v) || notAnObject ? ['LOADERX_ARGUMENT'] : ['LOADERX_NOT_FOUND', 'LOADERX_NOT_A_STORE', 'LOADERX_IO'], what);
+          // README: so are a URL of another scheme (or no URL at all) and the path of a file.
+          const refused = notAnObject || holdsNonBytes(v) || badUrl(v) || ('special' in d && d.special === 'a file');
+          expectRejects(res, refused ? ['LOADERX_ARGUMENT'] : ['LOADERX_NOT_FOUND', 'LOADERX_NOT_A_STORE', 'LOADERX_IO'], what);
           if ('under' in d && !d.under.includes('\0')) assert.equal(res.error.code, 'LOADERX_NOT_FOUND', `${what}: a missing directory`);
         } else {
           // Only the store whose chunk is a directory opens; reading its records then fails.
@@ -659,7 +674,7 @@ describe('Store.open', () => {
     await fc.assert(
       fc.asyncProperty(fc.oneof(fc.anything({ maxDepth: 2 }), fc.record({ worker: fc.anything({ maxDepth: 0 }), threads: fc.anything({ maxDepth: 0 }) })), fc.boolean(), async (options, memory) => {
         const dir = storeDir(fixture(t.name));
-        // @ts-expect-error Node's Store.open takes no options (a second argument is ignored, whatever it is)
+        // @ts-expect-error options of any type (Node's Store.open uses only timeout and signal, for URLs)
         const store = expectResolves(await settle(() => Store.open(memory ? new MemorySource(readStoreFiles(dir)) : dir, options)), `Store.open(dir, ${fc.stringify(options)})`);
         try {
           await assertUnchanged({ ...t, store });
