@@ -40,8 +40,8 @@ class ValueList {
     this.virtualHeight = this.layout.rows * ROW_H;
     this.root = el('div', { class: 'vlist', tabindex: '0', dataset: { rows: String(this.layout.rows) } });
     this.spacer = el('div', { class: 'vlist-spacer', style: { height: `${Math.min(this.virtualHeight, MAX_SCROLL)}px` } });
-    // Short lists take only the room they need.
-    if (this.layout.rows < 14) this.root.style.height = `${this.virtualHeight + 2}px`;
+    // Short lists take only the room they need (and a sideways scrollbar's, for wide rows).
+    if (this.layout.rows < 14) this.root.style.height = 'auto';
     this.root.append(this.spacer);
     this.root.addEventListener('scroll', perFrame(() => this.render()));
     this.drawn = '';

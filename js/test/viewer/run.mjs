@@ -59,7 +59,7 @@ const BIG_N = 100_000;
 const BIG = join(ART, 'stores', 'images_100k');
 const BIG_LABELS = join(ART, 'stores', 'labels_100k');
 const PY = process.env.LOADERX_PYTHON || join(REPO, '.venv/bin/python');
-const WATCHDOG_MS = 170_000;
+const WATCHDOG_MS = 300_000;
 const PAGE = 48;
 
 // `node js/test/viewer/run.mjs contrast sizes` runs only the tests whose names contain one of
@@ -70,7 +70,7 @@ const BIG_TEST = `${BIG_N.toLocaleString('en-US')} records: paging stays fast an
 
 const t0 = Date.now();
 const watchdog = setTimeout(() => {
-  console.error(`viewer test: no result after ${WATCHDOG_MS / 1000} s, giving up`);
+  console.error(`viewer test: no result after ${WATCHDOG_MS / 1000} s, giving up (in "${current}"; done: ${results.map((r) => `${r.ok ? 'ok' : 'FAIL'} ${r.name}`).join(', ')})`);
   process.exit(1);
 }, WATCHDOG_MS);
 watchdog.unref();
@@ -118,12 +118,12 @@ for start in range(0, n, 20000):
  * Small stores written by the Python package (full preallocated sparse files, as users get them):
  *   digits  200 uint8 16×16 images with values 0..16, like scikit-learn's digits
  *   waves   ragged float32 records of 600-3000 values, a staircase wave (plateaus and steps)
- *   wide    40 float32 records of 6×16 long values (16 columns in the detail's values table)
+ *   wide    40 float32 records of 3×16 values such as -1.235e-5 (16 wide columns in the detail's values table)
  */
 const EXTRA = join(ART, 'stores', 'extra');
 function ensureExtraStores() {
   const stamp = join(EXTRA, 'stamp.json');
-  const want = JSON.stringify({ version: 1 });
+  const want = JSON.stringify({ version: 2 });
   if (existsSync(stamp) && readFileSync(stamp, 'utf8') === want) return;
   rmSync(EXTRA, { recursive: true, force: true });
   mkdirSync(EXTRA, { recursive: true });
@@ -145,7 +145,7 @@ def waves():
         yield np.rint(3 * np.sin(2 * np.pi * i / (250 + 10 * k))).astype(np.float32)
 from_iterator(out + "/waves", waves(), codec="zstd", progress=False)
 rng = np.random.default_rng(3)
-from_numpy(out + "/wide", (rng.standard_normal((40, 6, 16)) * 123456.789).astype(np.float32), codec="zstd", progress=False)
+from_numpy(out + "/wide", (rng.standard_normal((40, 3, 16)) * 1e-5).astype(np.float32), codec="zstd", progress=False)
 `;
   const r = spawnSync(PY, ['-c', code, EXTRA], { encoding: 'utf8', timeout: 120_000 });
   if (r.status !== 0) throw new Error(`building the extra stores with ${PY} failed: ${r.error?.message ?? ''}${r.stderr}`);
@@ -683,9 +683,12 @@ await test('detail view: every column of a wide values table is reachable', asyn
       const b = c.getBoundingClientRect();
       return { text: c.textContent, left: b.left, right: b.right, cut: c.scrollWidth > c.clientWidth };
     });
-    return { cells, left: r.left + l.clientLeft, right: r.left + l.clientLeft + l.clientWidth };
+    const bottoms = [...l.querySelectorAll('.vrow')].map((v) => v.getBoundingClientRect().bottom);
+    return { cells, left: r.left + l.clientLeft, right: r.left + l.clientLeft + l.clientWidth, bottom: r.top + l.clientTop + l.clientHeight, bottoms };
   });
   const before = await row();
+  eq(before.bottoms.length, 3, 'rows');
+  check(before.bottoms.every((b) => b <= before.bottom + 0.5), `every row of a short list is in view, above a sideways scrollbar (rows end at ${before.bottoms.map(Math.round)}, the list at ${Math.round(before.bottom)})`);
   eq(before.cells.length, 16, 'cells in the first row');
   before.cells.forEach((c, k) => {
     check(!c.cut, `cell ${k} (${c.text}) is cut`);
