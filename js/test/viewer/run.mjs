@@ -172,6 +172,7 @@ for (const name of ['magic', 'trunc', 'nochunk']) cpSync(GOOD, join(badDir, name
 }
 
 // LOADERX_VIEWER_ROOT serves the page from another directory (an older viewer/, to see the tests fail).
+/** @type {Record<string, string>} */
 const pageMount = process.env.LOADERX_VIEWER_ROOT ? { '/viewer/': resolve(process.env.LOADERX_VIEWER_ROOT) } : {};
 const mounts = { '/fixtures/': FIXTURES, '/bad/': badDir, '/big/': BIG, '/big-labels/': BIG_LABELS, '/extra/': EXTRA, ...pageMount };
 const viewer = await startViewer({ port: 0, mounts });
