@@ -12,12 +12,12 @@ FUZZ_SECONDS ?= 60
 # so the next run is incremental.
 PRUNE = $(if $(LOADERX_CI_PRUNE),rm -rf $(1),true)
 
-.PHONY: soak fuzz-smoke demo setup-demo test test-tooling test-ml test-windows setup py-build js-build test-rust test-py test-wheel test-npm dist release-check test-js test-browser test-golden test-viewer viewer bench-viewer lint bench bench-py bench-js crash fixtures-check
+.PHONY: soak fuzz-smoke demo demo-build setup-demo test test-tooling test-ml test-windows setup py-build js-build test-rust test-py test-wheel test-npm dist release-check test-js test-browser test-golden test-viewer viewer bench-viewer lint bench bench-py bench-js crash fixtures-check
 
 ## The main job: train from the DataLoader, stream an image store, inspect it. It installs only
 ## what it uses (`scripts/setup.sh demo`) and builds only the Python extension, whose `loaderx`
 ## command inspects the store.
-demo: setup-demo py-build
+demo: demo-build
 	$(PY) scripts/demo.py --workdir demo-data
 	$(CURDIR)/.venv/bin/loaderx info demo-data/images_64x64x3
 	@echo
@@ -31,6 +31,19 @@ setup:
 
 setup-demo:
 	./scripts/setup.sh demo
+
+# Where cargo puts its output.
+CARGO_OUT := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)
+
+## The demo's extension. Where the full one was built before, that one (incrementally); on a fresh
+## tree, one for local stores only, in its own target dir: the object-storage client is more than
+## half of a full build's compile time, and the demo reads local stores. `make py-build` (and so
+## `make test`) installs the full one.
+demo-build: setup-demo
+	@if [ -d "$(CARGO_OUT)/release/.fingerprint" ]; then $(MAKE) --no-print-directory py-build; else \
+	  echo "demo: building the extension for local stores (make py-build builds the full one)"; \
+	  CARGO_TARGET_DIR=$(CARGO_OUT)/demo RUSTFLAGS="--cfg loaderx_local_only" VIRTUAL_ENV=$(CURDIR)/.venv \
+	    $(CURDIR)/.venv/bin/maturin develop --release -q -m py/Cargo.toml; fi
 
 ## Build the Python extension into .venv (incremental).
 py-build:
