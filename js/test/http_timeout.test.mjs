@@ -63,6 +63,13 @@ describe('HTTP requests that never finish', () => {
     assert.throws(() => new HttpSource('http://127.0.0.1:9/s/', { signal: /** @type {any} */ ({}) }), (/** @type {any} */ e) => e.code === 'LOADERX_ARGUMENT');
   });
 
+  test('a timeout too long for a timer (past 2^31 ms) is no limit, not an instant one', async () => {
+    const controller = new AbortController();
+    const opening = rejection(Store.open(`${silent.url}store/`, { signal: controller.signal, timeout: 2 ** 40 }));
+    setTimeout(() => controller.abort(), 300);
+    assertIo(await opening, /aborted by the signal/);
+  });
+
   test('a server that never answers: Store.open rejects after the timeout, naming the URL', async () => {
     const before = accepted;
     const e = await rejection(Store.open(new HttpSource(`${silent.url}store/`, { timeout: 300 })));

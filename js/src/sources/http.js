@@ -138,7 +138,8 @@ export class HttpSource {
     const onAbort = () => stop('aborted by the signal');
     if (signal?.aborted) onAbort();
     signal?.addEventListener('abort', onAbort, { once: true });
-    const timer = Number.isFinite(this.timeout) ? setTimeout(() => stop(`no answer within ${this.timeout} ms (the HttpSource timeout)`), this.timeout) : null;
+    // (A delay past 2^31 - 1 ms would fire at once: longer than 24 days is no limit.)
+    const timer = this.timeout < 2 ** 31 ? setTimeout(() => stop(`no answer within ${this.timeout} ms (the HttpSource timeout)`), this.timeout) : null;
     try {
       let res;
       try {
