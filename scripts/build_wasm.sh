@@ -21,6 +21,15 @@ if [[ $WHICH == all || $WHICH == threads ]]; then
     cargo +nightly build -q -j"$JOBS" --release -p loaderx-wasm --target wasm32-unknown-unknown \
       -Z build-std=panic_abort,std --target-dir "$TARGET/threads"
   wasm-bindgen --target web --out-dir js/pkg/threads "$TARGET/threads/wasm32-unknown-unknown/release/loaderx_wasm.wasm"
+  # wasm-bindgen-rayon 1.3.0's worker helper starts each thread's module with positional
+  # arguments, which this wasm-bindgen deprecates with a console warning per thread: pass the
+  # one object it asks for instead. Fails if the helper no longer has that call.
+  helper=$(ls js/pkg/threads/snippets/wasm-bindgen-rayon-*/src/workerHelpers.no-bundler.js)
+  if grep -q 'await pkg.default(data.module, data.memory);' "$helper"; then
+    sed -i 's/await pkg.default(data.module, data.memory);/await pkg.default({ module_or_path: data.module, memory: data.memory });/' "$helper"
+  fi
+  grep -q 'pkg.default({ module_or_path: data.module, memory: data.memory })' "$helper" ||
+    { echo "build_wasm: $helper no longer starts threads as expected; check the rayon worker start-up" >&2; exit 1; }
 fi
 
 node js/scripts/check_wasm_imports.mjs js/pkg/*/loaderx_wasm_bg.wasm
