@@ -11,22 +11,13 @@ import ts from 'typescript';
 import * as entry from '../src/node.js';
 import { Store, Sampler, LoaderxError, loaderxError, BlobSource, HttpSource, MemorySource, NodeSource } from '../src/node.js';
 import { openInWorker, WorkerStore } from '../src/worker-client.js';
-import { JS_DIR, copyStore, expectedOf, expectedRecordBytes, fixture, readStoreFiles, removeDir, storeDir, tempDir } from './helpers/common.mjs';
+import { JS_DIR, copyStore, expectedOf, expectedRecordBytes, fixture, readStoreFiles, removeDir, storeDir, tempDir, rejection } from './helpers/common.mjs';
 
 const GOOD = fixture('u8img_zstd');
 let tmp;
 before(() => { tmp = tempDir('loaderx-api-'); });
 after(() => removeDir(tmp));
 
-/** The rejection of `promise` (fails when it resolves). */
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  assert.fail('expected a rejection');
-}
 
 /** `e` is a LoaderxError instance with `code`. */
 function assertLoaderxError(e, code) {

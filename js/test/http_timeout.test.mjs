@@ -8,6 +8,7 @@ import { createServer as createNetServer } from 'node:net';
 import { createServer as createHttpServer } from 'node:http';
 import { Store, HttpSource, LoaderxError } from '../src/node.js';
 import { HTTP_TIMEOUT } from '../src/sources/http.js';
+import { rejection } from './helpers/common.mjs';
 
 /** Listens on 127.0.0.1; resolves to `{url, close}`. Open sockets are destroyed on close. */
 async function listen(server) {
@@ -21,15 +22,6 @@ async function listen(server) {
   };
 }
 
-/** The rejection of `promise` (fails when it resolves). */
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  assert.fail('expected a rejection');
-}
 
 function assertIo(e, pattern) {
   assert.ok(e instanceof LoaderxError, String(e?.stack ?? e));

@@ -6,19 +6,10 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Store, LoaderxError } from '../src/node.js';
 import { MAX_INDICES, toIndexArray } from '../src/args.js';
-import { fixture, storeDir } from './helpers/common.mjs';
+import { fixture, storeDir, rejection } from './helpers/common.mjs';
 
 const GOOD = fixture('u8img_zstd');
 
-/** The rejection of `promise` (fails when it resolves). */
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  assert.fail('expected a rejection');
-}
 
 function assertTooLarge(e) {
   assert.ok(e instanceof LoaderxError, String(e));

@@ -16,7 +16,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { Store, NodeSource, MemorySource } from '../src/node.js';
 import { currentHost } from '../src/node-store.js';
-import { JS_DIR, copyStore, fixture, range, readStoreFiles, readTable, removeDir, storeDir, tempDir } from './helpers/common.mjs';
+import { JS_DIR, copyStore, fixture, range, readStoreFiles, readTable, removeDir, storeDir, tempDir, rejection } from './helpers/common.mjs';
 
 const KINDS = [
   'u8img_zstd', 'u8img_zstd_dict', 'u8img_raw', 'f32_8x2x4_zstd', 'labels_i64_zstd', 'tokens_i32_ragged_zstd',
@@ -76,15 +76,6 @@ function arrays(result) {
   return { single: !Array.isArray(result), items: list.map((a) => [a.constructor.name, a.shape, Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString('hex')]) };
 }
 
-/** The rejection of `p` (fails when it resolves). */
-async function rejection(p) {
-  try {
-    await p;
-  } catch (e) {
-    return e;
-  }
-  assert.fail('expected a rejection');
-}
 
 /** The fields a LoaderxError is compared by. */
 const fields = (e) => ({ name: e.name, code: e.code, message: e.message, index: e.index });

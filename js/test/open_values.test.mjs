@@ -8,20 +8,11 @@ import { openAsBlob } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Store, LoaderxError } from '../src/node.js';
-import { expectedOf, expectedRecordBytes, fixture, readStoreFiles, storeDir } from './helpers/common.mjs';
+import { expectedOf, expectedRecordBytes, fixture, readStoreFiles, storeDir, rejection } from './helpers/common.mjs';
 
 const GOOD = fixture('u8img_zstd');
 const DIR = storeDir(GOOD);
 
-/** The rejection of `promise` (fails when it resolves). */
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  assert.fail('expected a rejection');
-}
 
 /** Opens `value`, checks record 4 against the fixture, closes. */
 async function readsTheFixture(value) {

@@ -11,21 +11,12 @@ import { join } from 'node:path';
 import { inspect } from 'node:util';
 import { serve } from '../scripts/serve.mjs';
 import { Store, HttpSource, LoaderxError } from '../src/node.js';
-import { FIXTURES, JS_DIR, expectedOf, expectedRecordBytes, fixture } from './helpers/common.mjs';
+import { FIXTURES, JS_DIR, expectedOf, expectedRecordBytes, fixture, rejection } from './helpers/common.mjs';
 
 const GOOD = fixture('u8img_zstd');
 const SECRETS = /pa55word|SECRET|AKIDSECRET|user:/;
 const BASIC = `Basic ${Buffer.from('user:pa55word').toString('base64')}`;
 
-/** The rejection of `promise` (fails when it resolves). */
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  assert.fail('expected a rejection');
-}
 
 /** Everything an error shows: message, stack and causes, as util.inspect prints them. */
 const shown = (e) => inspect(e, { depth: 5 });

@@ -1,5 +1,6 @@
 // Shared test helpers: where things are, the fixture manifest and expected files, store copies,
 // a plain reader of meta.zr, hashing.
+import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { chmodSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -124,4 +125,14 @@ export function byteBatches(lengths, cap = 64 << 20) {
     start = stop;
   }
   return out;
+}
+
+/** The rejection of `promise` (fails the test when it resolves). */
+export async function rejection(promise) {
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
+  assert.fail('expected a rejection');
 }
