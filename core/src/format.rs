@@ -224,6 +224,11 @@ pub struct RecordLoc {
 }
 
 impl RecordLoc {
+    /// True for an entry that was never written (all zero): no valid record has one.
+    pub fn is_blank(&self) -> bool {
+        bytemuck::bytes_of(self).iter().all(|&b| b == 0)
+    }
+
     /// Reads entry bytes (any alignment). `bytes` must hold at least 16 bytes.
     pub fn read(bytes: &[u8]) -> Option<RecordLoc> {
         bytes.get(..ENTRY_SIZE as usize).map(bytemuck::pod_read_unaligned)

@@ -17,4 +17,5 @@ pub mod read;
 pub mod sampler;
 pub mod schema;
 pub mod stats;
+pub mod url;
 pub mod view;

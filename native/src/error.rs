@@ -17,7 +17,7 @@ use loaderx_core::error::{Classify, ErrorKind, Location, StoreFile};
 use loaderx_core::plan::PlanError;
 
 /// Errors from [`crate::Store`].
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// An operating-system call failed.
@@ -61,7 +61,7 @@ pub enum Error {
     Codec(#[from] CodecError),
     /// A request to a remote store failed (after `object_store`'s retries).
     #[cfg(feature = "remote")]
-    #[error("{url}: {source}")]
+    #[error("{url}: {}", shown(.source))]
     Remote { url: String, source: object_store::Error },
     /// Nothing at a remote URL: no such bucket, or no such key or prefix (`what` says which).
     #[cfg(feature = "remote")]
@@ -73,15 +73,44 @@ pub enum Error {
     RemoteChanged { url: String, object: String },
     /// The server answered a ranged read with the whole object: it does not support Range.
     #[cfg(feature = "remote")]
-    #[error("{url}: the server does not support HTTP Range requests (it answered a ranged read with the whole object): {source}")]
+    #[error("{url}: the server does not support HTTP Range requests (it answered a ranged read with the whole object): {}", shown(.source))]
     NoRange { url: String, source: object_store::Error },
     /// A remote request failed and no credentials were configured for the URL's service.
     #[cfg(feature = "remote")]
-    #[error("{url}: no credentials found ({hint}): {source}")]
+    #[error("{url}: no credentials found ({hint}): {}", shown(.source))]
     Credentials { url: String, hint: &'static str, source: object_store::Error },
     /// A call on a remote store ran past its deadline.
     #[error("{url}: no answer within the {after:?} deadline")]
     Deadline { url: String, after: std::time::Duration },
+}
+
+/// Shown as its kind and its message, which hides the secrets of any URL in it (the fields of a
+/// remote error's source may hold the full URL).
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Error")
+            .field("kind", &self.kind())
+            .field("message", &loaderx_core::url::redact(&self.to_string()))
+            .finish()
+    }
+}
+
+/// The message of `e` followed by its causes (`error sending request: … : connection refused`),
+/// each one left out when the text so far already says it, with every URL in it redacted
+/// ([`loaderx_core::url::redact`]).
+#[cfg(feature = "remote")]
+pub(crate) fn shown(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !more.is_empty() && !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = c.source();
+    }
+    loaderx_core::url::redact(&text)
 }
 
 /// Result alias for the store.
@@ -331,5 +360,33 @@ mod tests {
         assert!(matches!(Error::from(PlanError::Full { length: 1, adding: 2 }), Error::Full(_)));
         let e = Error::classified(Path::new("/s"), PlanError::Overlap { index: 1 });
         assert_eq!((e.file(), e.offset()), (Some(Path::new("/s/meta.zr")), Some(entry_offset(1))));
+    }
+
+    #[cfg(feature = "remote")]
+    #[test]
+    fn remote_errors_name_their_causes_and_hide_url_secrets() {
+        #[derive(Debug)]
+        struct Sending(std::io::Error);
+        impl fmt::Display for Sending {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("error sending request for url (http://user:pa55word@h/s/meta.zr?sig=s3cret)")
+            }
+        }
+        impl std::error::Error for Sending {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let refused =
+            std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "Connection refused (os error 111)");
+        let source = object_store::Error::Generic { store: "HTTP", source: Box::new(Sending(refused)) };
+        let e = Error::Remote { url: "http://***@h/s?sig=***".into(), source };
+        for text in [e.to_string(), format!("{e:?}")] {
+            assert!(!text.contains("pa55word") && !text.contains("s3cret"), "{text}");
+            assert!(
+                text.contains("(http://***@h/s/meta.zr?sig=***): Connection refused (os error 111)"),
+                "{text}"
+            );
+        }
     }
 }

@@ -23,6 +23,7 @@
 //! Layout (each module's docs state its invariants; dependencies only point down the list):
 //! * `many`: [`Many`]: a manifest's stores read as one, and manifest commits;
 //! * `opened`: [`Opened`]: a local store or, with `remote`, a remote one behind one type;
+//! * `location`: URL or path ([`is_url`]), and the refusal to write at a URL ([`check_writable`]);
 //! * `store`: [`Store`]: opening and the read path, and the public write methods, which check
 //!   arguments, take the locks and delegate to
 //! * `writer`: the writer half of a handle (append, delete, compact, train_dict, sync);
@@ -44,6 +45,7 @@ mod files;
 pub mod fuzzing;
 mod io;
 mod journal;
+mod location;
 mod many;
 mod map;
 mod opened;
@@ -61,8 +63,9 @@ pub use io::disk_usage;
 pub use loaderx_core::error::{Classify, ErrorKind, Location, StoreFile};
 pub use loaderx_core::format::{Codec, Header, RecordLoc};
 pub use loaderx_core::schema::{Layout, Schema};
+pub use location::{check_writable, is_url};
 pub use many::{commit, read_manifest, write_manifest, Many};
-pub use opened::{is_url, CacheConfig, Opened, RemoteOptions};
+pub use opened::{CacheConfig, Opened, RemoteOptions};
 #[cfg(feature = "remote")]
 pub use remote::RemoteStore;
 pub use store::{OpenOptions, Stats, Store, VerifyReport};

@@ -22,7 +22,8 @@ use loaderx_core::schema::{Layout, Schema};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::opened::{is_url, Opened, RemoteOptions};
+use crate::location::is_url;
+use crate::opened::{Opened, RemoteOptions};
 use crate::store::{check_offsets, fixed_layout, rows_at, split_dst};
 
 /// Reads the manifest at `path`.

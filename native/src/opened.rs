@@ -12,6 +12,7 @@ use loaderx_core::format::{Codec, Header, RecordLoc};
 use loaderx_core::schema::{Layout, Schema};
 
 use crate::error::{Error, Result};
+use crate::location::is_url;
 use crate::store::{OpenOptions, Stats, Store, VerifyReport};
 
 /// A local disk cache of remote stores: a directory (shared by every process that names it)
@@ -22,8 +23,9 @@ pub struct CacheConfig {
     pub max_bytes: u64,
 }
 
-/// How a remote store is reached.
-#[derive(Debug, Clone)]
+/// How a remote store is reached. `Debug` shows the option keys, not their values (which may be
+/// credentials).
+#[derive(Clone)]
 pub struct RemoteOptions {
     /// `object_store` configuration keys (`aws_endpoint`, `aws_access_key_id`, `allow_http`,
     /// `google_service_account`, `azure_storage_account_name`, …); they override the
@@ -35,18 +37,23 @@ pub struct RemoteOptions {
     pub cache: Option<CacheConfig>,
 }
 
+impl std::fmt::Debug for RemoteOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteOptions")
+            .field(
+                "options",
+                &self.options.keys().map(|k| (k, loaderx_core::url::HIDDEN)).collect::<BTreeMap<_, _>>(),
+            )
+            .field("deadline", &self.deadline)
+            .field("cache", &self.cache)
+            .finish()
+    }
+}
+
 impl Default for RemoteOptions {
     fn default() -> Self {
         RemoteOptions { options: BTreeMap::new(), deadline: Duration::from_secs(120), cache: None }
     }
-}
-
-/// True for the URL forms a store opens by: `s3://`, `gs://`, `az://`, `http(s)://` (and the
-/// `s3a`, `abfs(s)` spellings).
-pub fn is_url(s: &str) -> bool {
-    ["s3://", "s3a://", "gs://", "az://", "abfs://", "abfss://", "http://", "https://"]
-        .iter()
-        .any(|p| s.len() > p.len() && s.as_bytes()[..p.len()].eq_ignore_ascii_case(p.as_bytes()))
 }
 
 /// One open store.
@@ -71,7 +78,8 @@ macro_rules! either {
 
 impl Opened {
     /// A URL opens read-only over the network; anything else is a local directory (created when
-    /// `create` is set and there is none).
+    /// `create` is set and there is none; a collapsed URL such as `s3:/b/x` is refused then, see
+    /// [`crate::check_writable`]).
     pub fn open(location: &str, create: bool, remote: &RemoteOptions) -> Result<Opened> {
         if is_url(location) {
             #[cfg(feature = "remote")]
@@ -80,19 +88,20 @@ impl Opened {
             {
                 let _ = remote;
                 return Err(Error::BadArgument(format!(
-                    "{location}: this build of loaderx reads local stores only (it has no remote support)"
+                    "{}: this build of loaderx reads local stores only (it has no remote support)",
+                    loaderx_core::url::redact(location)
                 )));
             }
         }
         Store::open_with(location, OpenOptions { create }).map(Opened::Local)
     }
 
-    /// The path or URL.
+    /// The path or URL, as shown (a URL without its userinfo and query values).
     pub fn location(&self) -> String {
         match self {
             Opened::Local(s) => s.path().display().to_string(),
             #[cfg(feature = "remote")]
-            Opened::Remote(r) => r.url().to_owned(),
+            Opened::Remote(r) => r.shown_url().to_owned(),
         }
     }
 
@@ -109,7 +118,7 @@ impl Opened {
             #[cfg(feature = "remote")]
             Opened::Remote(r) => Err(Error::BadArgument(format!(
                 "{} is a remote store, which is read-only: cannot {what}",
-                r.url()
+                r.shown_url()
             ))),
         }
     }
@@ -220,16 +229,6 @@ impl Opened {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn url_forms() {
-        for url in ["s3://b/p", "S3://b", "gs://b/x", "az://c/x", "https://h/x", "http://127.0.0.1:9/s"] {
-            assert!(is_url(url), "{url}");
-        }
-        for path in ["s3:/b", "/tmp/s3://x", "store", "file:///tmp/x", "s3://", "C:\\data"] {
-            assert!(!is_url(path), "{path}");
-        }
-    }
 
     #[test]
     fn a_local_store_opens_and_writes_through_it() {

@@ -34,6 +34,7 @@ use loaderx_core::format::{Header, HEADER_SIZE, MAX_CHUNKS};
 use loaderx_core::read::{self, GatherPlan, PlanRules, TableCache};
 use loaderx_core::schema::{Layout, Schema, SCHEMA_FILE};
 use loaderx_core::stats::Stats;
+use loaderx_core::url::redact;
 use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, ObjectStore, ObjectStoreExt};
 use rayon::prelude::*;
@@ -109,7 +110,8 @@ fn remote_error(url: &str, source: object_store::Error) -> Error {
 /// prefix, or objects that are not a store. A store that cannot list (plain HTTP) says only
 /// that `meta.zr` is missing.
 async fn why_missing(url: &str, store: &dyn ObjectStore, prefix: &ObjectPath) -> Error {
-    let missing = |what: String| Error::RemoteMissing { url: url.to_owned(), what };
+    let shown = redact(url);
+    let missing = |what: String| Error::RemoteMissing { url: shown.clone(), what };
     let no_meta = || missing("no meta.zr there: no such store".to_owned());
     if url.starts_with("http://") || url.starts_with("https://") {
         return no_meta();
@@ -122,7 +124,7 @@ async fn why_missing(url: &str, store: &dyn ObjectStore, prefix: &ObjectPath) ->
         Ok(list) if list.objects.is_empty() && list.common_prefixes.is_empty() => {
             missing(format!("nothing under this prefix in {container} {bucket} (no meta.zr): no such store"))
         }
-        Ok(_) => Error::NotAStore { path: url.into(), reason: "it holds objects but no meta.zr".into() },
+        Ok(_) => Error::NotAStore { path: shown.into(), reason: "it holds objects but no meta.zr".into() },
         Err(e)
             if matches!(e, object_store::Error::NotFound { .. })
                 || ["NoSuchBucket", "ContainerNotFound"].iter().any(|w| e.to_string().contains(w)) =>
@@ -167,6 +169,130 @@ fn missing_credentials(scheme: &str, keys: &[String]) -> Option<&'static str> {
     (!configured).then_some(hint)
 }
 
+/// The `storage_options` keys a URL's service takes: its own (`aws_…`, `google_…`, `azure_…`,
+/// also without the prefix) and the HTTP client's (`allow_http`, `timeout`, …). Which service
+/// is `object_store`'s reading of the URL (an `https://…amazonaws.com` URL is S3).
+fn check_option_keys(parsed: &url::Url, options: &BTreeMap<String, String>) -> Result<()> {
+    use object_store::aws::AmazonS3ConfigKey;
+    use object_store::azure::AzureConfigKey;
+    use object_store::gcp::GoogleConfigKey;
+    use object_store::{ClientConfigKey, ObjectStoreScheme};
+    use std::str::FromStr;
+    fn parses<K: FromStr>(key: &str) -> bool {
+        key.parse::<K>().is_ok()
+    }
+    let scheme = ObjectStoreScheme::parse(parsed).map(|(s, _)| s).ok();
+    let (service, takes, own): (&str, fn(&str) -> bool, &[&str]) = match scheme {
+        Some(ObjectStoreScheme::AmazonS3) => ("S3", parses::<AmazonS3ConfigKey>, &S3_KEYS),
+        Some(ObjectStoreScheme::GoogleCloudStorage) => ("GCS", parses::<GoogleConfigKey>, &GCS_KEYS),
+        Some(ObjectStoreScheme::MicrosoftAzure) => ("Azure", parses::<AzureConfigKey>, &AZURE_KEYS),
+        _ => ("HTTP", parses::<ClientConfigKey>, &[]),
+    };
+    let unknown: Vec<&str> =
+        options.keys().map(String::as_str).filter(|k| !takes(&k.to_ascii_lowercase())).collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let known: Vec<&str> = own.iter().chain(&CLIENT_KEYS).copied().collect();
+    Err(Error::BadArgument(format!(
+        "unknown storage_options key{} {} for {service} ({}); known keys: {}",
+        if unknown.len() == 1 { "" } else { "s" },
+        unknown.iter().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", "),
+        redact(parsed.as_str()),
+        known.join(", ")
+    )))
+}
+
+/// The S3 keys `storage_options` takes (each also without its `aws_` prefix).
+const S3_KEYS: [&str; 27] = [
+    "aws_access_key_id",
+    "aws_secret_access_key",
+    "aws_session_token",
+    "aws_region",
+    "aws_default_region",
+    "aws_endpoint",
+    "aws_endpoint_url_s3",
+    "aws_bucket",
+    "aws_virtual_hosted_style_request",
+    "aws_s3_express",
+    "aws_skip_signature",
+    "aws_unsigned_payload",
+    "aws_checksum_algorithm",
+    "aws_imdsv1_fallback",
+    "aws_metadata_endpoint",
+    "aws_container_credentials_relative_uri",
+    "aws_container_credentials_full_uri",
+    "aws_container_authorization_token_file",
+    "aws_web_identity_token_file",
+    "aws_role_arn",
+    "aws_role_session_name",
+    "aws_endpoint_url_sts",
+    "aws_request_payer",
+    "aws_server_side_encryption",
+    "aws_sse_kms_key_id",
+    "aws_sse_bucket_key_enabled",
+    "aws_sse_customer_key_base64",
+];
+
+/// The Google Cloud Storage keys (each also without its `google_` prefix).
+const GCS_KEYS: [&str; 7] = [
+    "google_service_account",
+    "google_service_account_key",
+    "google_application_credentials",
+    "google_bucket",
+    "google_base_url",
+    "google_bearer_token",
+    "google_skip_signature",
+];
+
+/// The Azure keys (most also without their `azure_storage_` or `azure_` prefix).
+const AZURE_KEYS: [&str; 20] = [
+    "azure_storage_account_name",
+    "azure_storage_account_key",
+    "azure_storage_sas_token",
+    "azure_storage_token",
+    "azure_storage_client_id",
+    "azure_storage_client_secret",
+    "azure_storage_tenant_id",
+    "azure_storage_authority_host",
+    "azure_storage_use_emulator",
+    "azure_storage_endpoint",
+    "azure_msi_endpoint",
+    "azure_object_id",
+    "azure_msi_resource_id",
+    "azure_federated_token_file",
+    "azure_use_fabric_endpoint",
+    "azure_use_azure_cli",
+    "azure_skip_signature",
+    "azure_container_name",
+    "azure_credential_type",
+    "azure_storage_encryption_key",
+];
+
+/// The HTTP client's keys, which every service takes.
+const CLIENT_KEYS: [&str; 20] = [
+    "allow_http",
+    "allow_invalid_certificates",
+    "disable_system_certificates",
+    "connect_timeout",
+    "default_content_type",
+    "http1_only",
+    "http2_only",
+    "http2_keep_alive_interval",
+    "http2_keep_alive_timeout",
+    "http2_keep_alive_while_idle",
+    "http2_max_frame_size",
+    "pool_idle_timeout",
+    "pool_max_idle_per_host",
+    "proxy_url",
+    "proxy_ca_certificate",
+    "proxy_excludes",
+    "randomize_addresses",
+    "read_timeout",
+    "timeout",
+    "user_agent",
+];
+
 /// Runs `fut` on the process's runtime, failing with [`Error::Deadline`] after `after`.
 fn within<T>(url: &str, after: Duration, fut: impl std::future::Future<Output = Result<T>>) -> Result<T> {
     let url = url.to_owned();
@@ -176,9 +302,11 @@ fn within<T>(url: &str, after: Duration, fut: impl std::future::Future<Output = 
 }
 
 /// A read-only store behind a URL.
-#[derive(Debug)]
 pub struct RemoteStore {
+    /// The URL as given: what requests use.
     url: String,
+    /// The URL as shown in errors and `Debug` ([`redact`]: no userinfo, no query values).
+    shown: String,
     store: Arc<dyn ObjectStore>,
     prefix: ObjectPath,
     deadline: Duration,
@@ -198,11 +326,19 @@ pub struct RemoteStore {
     mapped: Mutex<HashMap<(u16, u64), (Bytes, Instant)>>,
 }
 
+impl std::fmt::Debug for RemoteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteStore").field("url", &self.shown).field("length", &self.len()).finish()
+    }
+}
+
 impl RemoteStore {
     /// Opens the store at `url`, reading the environment's credentials and `options`.
     pub fn open(url: &str, options: &RemoteOptions) -> Result<RemoteStore> {
+        let shown = redact(url.trim_end_matches('/'));
         let parsed = url::Url::parse(url.trim_end_matches('/'))
-            .map_err(|e| Error::BadArgument(format!("{url} is not a URL: {e}")))?;
+            .map_err(|e| Error::BadArgument(format!("{shown} is not a URL: {e}")))?;
+        check_option_keys(&parsed, &options.options)?;
         let env = std::env::vars().map(|(k, v)| (k.to_ascii_lowercase(), v));
         // An http:// URL asks for plain HTTP; other schemes need AWS_ALLOW_HTTP or allow_http.
         let plain = (parsed.scheme() == "http").then(|| ("allow_http".to_owned(), "true".to_owned()));
@@ -216,7 +352,7 @@ impl RemoteStore {
             .chain(options.options.keys().map(|k| k.to_ascii_lowercase()))
             .collect();
         let (store, prefix) = object_store::parse_url_opts(&parsed, config)
-            .map_err(|e| Error::Remote { url: url.to_owned(), source: e })?;
+            .map_err(|e| Error::Remote { url: shown.clone(), source: e })?;
         let store: Arc<dyn ObjectStore> = Arc::from(store);
         let url = url.trim_end_matches('/').to_owned();
         let deadline = options.deadline;
@@ -226,7 +362,7 @@ impl RemoteStore {
             }
             None => None,
         };
-        let mut opened = within(&url, deadline, Self::open_async(url.clone(), store, prefix, deadline))
+        let mut opened = within(&shown, deadline, Self::open_async(url.clone(), store, prefix, deadline))
             .map_err(|e| match e {
                 // A failure other than "not found" with no credentials configured: say so.
                 Error::Remote { url, source } if !matches!(source, object_store::Error::NotFound { .. }) => {
@@ -247,7 +383,8 @@ impl RemoteStore {
         prefix: ObjectPath,
         deadline: Duration,
     ) -> Result<RemoteStore> {
-        let remote = |e| remote_error(&url, e);
+        let shown = redact(&url);
+        let remote = |e| remote_error(&shown, e);
         let meta_path = prefix.clone().join("meta.zr");
         let meta = match store.head(&meta_path).await {
             Ok(m) => m,
@@ -261,7 +398,7 @@ impl RemoteStore {
         } else {
             store.get_range(&meta_path, 0..HEADER_SIZE).await.map_err(remote)?
         };
-        let at = std::path::Path::new(&url).to_path_buf();
+        let at = std::path::Path::new(&shown).to_path_buf();
         let header = Header::read(&head).map_err(|e| Error::classified(&at, e))?;
         header.validate(meta.size).map_err(|e| Error::classified(&at, e))?;
         let optional = |name: &str| {
@@ -305,6 +442,7 @@ impl RemoteStore {
         debug_assert!(chunk_lens.len() as u64 <= MAX_CHUNKS);
         Ok(RemoteStore {
             url,
+            shown,
             store,
             prefix,
             deadline,
@@ -319,9 +457,14 @@ impl RemoteStore {
         })
     }
 
-    /// The URL it was opened with.
+    /// The URL it was opened with (secrets included: for requests, not for showing).
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The URL as shown: without userinfo and query values ([`redact`]).
+    pub fn shown_url(&self) -> &str {
+        &self.shown
     }
 
     /// Number of live records.
@@ -351,7 +494,7 @@ impl RemoteStore {
 
     /// The URL as the location of errors.
     fn at(&self) -> &std::path::Path {
-        std::path::Path::new(&self.url)
+        std::path::Path::new(&self.shown)
     }
 
     fn classified<E: loaderx_core::error::Classify + std::fmt::Display>(&self, e: E) -> Error {
@@ -360,12 +503,15 @@ impl RemoteStore {
 
     /// Runs `fut` on the runtime within the deadline.
     fn block<T>(&self, fut: impl std::future::Future<Output = Result<T>>) -> Result<T> {
-        within(&self.url, self.deadline, fut)
+        within(&self.shown, self.deadline, fut)
     }
 
     /// Table entries of `indices`, fetching the pages not cached yet (one round of requests).
     fn located(&self, indices: &[u64]) -> Result<Vec<(u64, RecordLoc)>> {
-        read::check_indices(indices, self.len()).map_err(|e| self.classified(e))?;
+        read::check_indices(indices, self.len()).map_err(|e| match e {
+            read::ReadError::Index { index, length } => Error::IndexOutOfRange { index, length },
+            other => self.classified(other),
+        })?;
         let missing = self.table.lock().unwrap_or_else(|e| e.into_inner()).missing(indices.iter().copied());
         if !missing.is_empty() {
             let pages = self.block(self.ranges("meta.zr", &missing))?;
@@ -532,7 +678,7 @@ impl RemoteStore {
     }
 
     fn remote(&self, source: object_store::Error) -> Error {
-        remote_error(&self.url, source)
+        remote_error(&self.shown, source)
     }
 
     /// Logical (decoded) length of each record.
@@ -662,5 +808,55 @@ impl RemoteStore {
             start = end;
         }
         report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_listed_option_keys_are_the_ones_object_store_takes() {
+        use object_store::aws::AmazonS3ConfigKey;
+        use object_store::azure::AzureConfigKey;
+        use object_store::gcp::GoogleConfigKey;
+        use object_store::ClientConfigKey;
+        for k in S3_KEYS {
+            assert!(k.parse::<AmazonS3ConfigKey>().is_ok(), "{k}");
+        }
+        for k in GCS_KEYS {
+            assert!(k.parse::<GoogleConfigKey>().is_ok(), "{k}");
+        }
+        for k in AZURE_KEYS {
+            assert!(k.parse::<AzureConfigKey>().is_ok(), "{k}");
+        }
+        for k in CLIENT_KEYS {
+            assert!(k.parse::<ClientConfigKey>().is_ok(), "{k}");
+        }
+    }
+
+    #[test]
+    fn unknown_option_keys_are_refused_before_any_request() {
+        let options = |keys: &[&str]| keys.iter().map(|k| (k.to_string(), "x".to_owned())).collect();
+        let s3 = url::Url::parse("s3://bucket/store").unwrap();
+        assert!(check_option_keys(&s3, &options(&["aws_access_key_id", "REGION", "timeout"])).is_ok());
+        let e = check_option_keys(&s3, &options(&["aws_acess_key_id"])).unwrap_err();
+        let message = e.to_string();
+        assert!(matches!(e, Error::BadArgument(_)), "{message}");
+        assert!(
+            message.contains("\"aws_acess_key_id\"") && message.contains("aws_access_key_id, "),
+            "{message}"
+        );
+        let plain = url::Url::parse("http://user:pw@h/x?sig=s").unwrap();
+        let e = check_option_keys(&plain, &options(&["aws_region", "allow_http"])).unwrap_err().to_string();
+        assert!(
+            e.contains("\"aws_region\" for HTTP (http://***@h/x?sig=***)") && !e.contains("\"allow_http\""),
+            "{e}"
+        );
+        let missing = RemoteStore::open(
+            "s3://bucket/store",
+            &RemoteOptions { options: options(&["secret_acess_key"]), ..Default::default() },
+        );
+        assert!(matches!(missing, Err(Error::BadArgument(_))));
     }
 }

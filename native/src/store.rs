@@ -46,8 +46,11 @@ const BLOCKS_PER_THREAD: usize = 16;
 pub struct VerifyReport {
     /// Records checked.
     pub checked: u64,
-    /// Records that failed, with the reason.
+    /// Records that failed, with the reason. A blank tail of the table (see [`Store::verify`])
+    /// is one entry here, its first record, and the rest are counted in `unlisted`.
     pub bad: Vec<(u64, String)>,
+    /// Bad records not listed in `bad`.
+    pub unlisted: u64,
 }
 
 /// How [`Store::open_with`] treats a missing store.
@@ -85,9 +88,14 @@ impl Store {
         Self::open_with(path, OpenOptions { create: true })
     }
 
-    /// Opens a store with explicit options.
+    /// Opens a store with explicit options. With `create`, a URL (`s3://b/x`, or `s3:/b/x` as
+    /// a path type collapses it) is refused with [`Error::BadArgument`]: it never becomes a
+    /// local directory.
     pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Store> {
         let dir = path.as_ref().to_path_buf();
+        if options.create {
+            crate::location::check_writable(&dir.to_string_lossy())?;
+        }
         match fs::metadata(&dir) {
             Ok(m) if m.is_dir() => {}
             Ok(_) => return Err(Error::NotADirectory(dir)),
@@ -302,14 +310,20 @@ impl Store {
 
     /// Decodes every record and checks its table entry, bounds and length. `progress` is called
     /// with (records done, total) after each block.
+    ///
+    /// Table entries are never blank (all zero) once written, so when the table ends in a run of
+    /// blank entries the header's record count is damaged: that run is reported as one problem
+    /// (its first record, the others counted in [`VerifyReport::unlisted`]), not decoded record
+    /// by record (a damaged count can claim 2^24 records).
     pub fn verify(&self, mut progress: impl FnMut(u64, u64)) -> VerifyReport {
         const BLOCK: u64 = 4096;
         let total = self.len();
+        let blank_from = self.blank_tail(total);
         let mut report = VerifyReport::default();
         let mut buf = vec![0u8; format::MAX_RECORD_LEN as usize];
         let mut start = 0;
-        while start < total {
-            let end = (start + BLOCK).min(total);
+        while start < blank_from {
+            let end = (start + BLOCK).min(blank_from);
             for index in start..end {
                 let result = self.entries(&[index]).and_then(|locs| {
                     let len = locs.first().map_or(0, |l| l.logic_length as usize);
@@ -323,7 +337,30 @@ impl Store {
             progress(end, total);
             start = end;
         }
+        if blank_from < total {
+            let why = format!(
+                "{}: table entries {blank_from}..{total} are blank (never written), yet the header counts \
+                 {total} records: the header's record count is damaged",
+                meta_path(self.shared.dir()).display()
+            );
+            report.bad.push((blank_from, why));
+            report.unlisted = total - blank_from - 1;
+            report.checked = total;
+            progress(total, total);
+        }
         report
+    }
+
+    /// Where the run of blank (never written) table entries that ends the table starts: `length`
+    /// when the last entry is not blank.
+    fn blank_tail(&self, length: u64) -> u64 {
+        let _gate = sync::read(&self.gate);
+        let meta = self.shared.meta();
+        let mut from = length;
+        while from > 0 && meta.entry(from - 1).is_some_and(|e| e.is_blank()) {
+            from -= 1;
+        }
+        from
     }
 
     /// Storage usage.
@@ -673,5 +710,49 @@ mod tests {
             piece.fill(k as u8 + 1);
         }
         assert_eq!(buf, [2, 2, 0, 0, 1, 1]);
+    }
+
+    #[test]
+    fn verify_reports_a_blank_table_tail_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        let store = Store::open_or_create(&path).unwrap();
+        store.append(&[5u8; 30], &[0, 10, 20], Codec::Raw).unwrap();
+        store.sync().unwrap();
+        drop(store);
+        let poke = |at: u64, value: u32| {
+            use std::io::{Seek, SeekFrom, Write};
+            let mut meta = fs::OpenOptions::new().write(true).open(meta_path(&path)).unwrap();
+            meta.seek(SeekFrom::Start(at)).unwrap();
+            meta.write_all(&value.to_le_bytes()).unwrap();
+        };
+        // A damaged record count: 1000 where 3 records were written.
+        poke(12, 1000);
+        let report = Store::open(&path).unwrap().verify(|_, _| {});
+        assert_eq!((report.checked, report.bad.len(), report.unlisted), (1000, 1, 996));
+        assert_eq!(report.bad[0].0, 3);
+        assert!(report.bad[0].1.contains("record count is damaged"), "{}", report.bad[0].1);
+        // One bad record inside the table is still reported as itself.
+        poke(12, 3);
+        poke(entry_offset(1) + 8, 0); // record 1's logical length
+        let report = Store::open(&path).unwrap().verify(|_, _| {});
+        assert_eq!((report.checked, report.unlisted), (3, 0));
+        assert_eq!(report.bad.iter().map(|b| b.0).collect::<Vec<_>>(), vec![1]);
+    }
+
+    #[test]
+    fn creating_a_store_at_a_url_is_refused_before_any_directory_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        for url in ["s3://b/x", "http://user:pw@h/x?sig=s"] {
+            let err = Store::open_or_create(url).unwrap_err();
+            assert!(matches!(err, Error::BadArgument(_)), "{err}");
+            assert!(!err.to_string().contains("pw") && !err.to_string().contains("sig=s"), "{err}");
+        }
+        // The form `pathlib.Path("s3://b/x")` takes: refused, never a local folder `s3:`.
+        let err = Store::open_or_create("s3:/b/x").unwrap_err();
+        assert!(matches!(err, Error::BadArgument(_)) && err.to_string().contains("s3://b/x"), "{err}");
+        assert!(!Path::new("s3:").exists());
+        // Under a directory, `s3:` is only a folder name.
+        assert!(Store::open_or_create(dir.path().join("s3:").join("b")).is_ok());
     }
 }

@@ -33,7 +33,11 @@ fn info_and_verify() {
     let (code, out) = loaderx(&["verify".as_ref(), broken.as_os_str(), "--json".as_ref()]);
     assert_eq!(code, 1);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["bad"].as_array().unwrap().len(), 39, "every zstd_dict record fails");
+    assert_eq!(v["bad_count"], 39, "every zstd_dict record fails");
+    assert_eq!(v["bad"].as_array().unwrap().len(), 20, "the first 20 are listed");
+    let (_, out) = loaderx(&["verify".as_ref(), broken.as_os_str(), "--json".as_ref(), "--show=50".as_ref()]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["bad"].as_array().unwrap().len(), 39);
     let (code, _) = loaderx(&["info".as_ref(), tmp.path().join("missing").as_os_str()]);
     assert_eq!(code, 2);
 }

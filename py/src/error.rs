@@ -7,6 +7,7 @@
 //! errors about one record its `index`, as attributes.
 
 use loaderx_core::error::{Classify, ErrorKind};
+use loaderx_core::url::redact;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -54,10 +55,11 @@ fn build(
     })
 }
 
-/// The Python exception for a store error.
+/// The Python exception for a store error. Its message and file show URLs without their
+/// secrets (`loaderx_core::url::redact`).
 pub(crate) fn to_py(e: loaderx_native::Error) -> PyErr {
-    let file = e.file().map(|p| p.to_string_lossy().into_owned());
-    build(e.kind(), e.to_string(), file, e.offset(), e.index())
+    let file = e.file().map(|p| redact(&p.to_string_lossy()));
+    build(e.kind(), redact(&e.to_string()), file, e.offset(), e.index())
 }
 
 /// The Python exception for any core error (sampler, schema, plan).

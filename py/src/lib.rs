@@ -323,12 +323,28 @@ fn is_url(path: &str) -> bool {
     loaderx_native::is_url(path)
 }
 
+/// `text` with every store URL in it shown without secrets: userinfo becomes `***@` and each
+/// query value `***` (`loaderx_core::url::redact`, the one rule of every front end).
+#[pyfunction]
+fn redact_url(text: &str) -> String {
+    loaderx_core::url::redact(text)
+}
+
+/// Raises `BadArgumentError` naming `path` when it is a URL (or one a path type collapsed, such
+/// as `s3:/b/x`): stores at URLs are read-only.
+#[pyfunction]
+fn check_writable(path: std::path::PathBuf) -> PyResult<()> {
+    loaderx_native::check_writable(&path.to_string_lossy()).map_err(to_py)
+}
+
 #[pymodule(gil_used = false)]
 fn _loaderx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Store>()?;
     m.add_class::<schema::Schema>()?;
     m.add_function(wrap_pyfunction!(cli, m)?)?;
     m.add_function(wrap_pyfunction!(is_url, m)?)?;
+    m.add_function(wrap_pyfunction!(redact_url, m)?)?;
+    m.add_function(wrap_pyfunction!(check_writable, m)?)?;
     m.add("ERROR_CODES", error::codes(m.py())?)?;
     m.add_class::<Sampler>()?;
     m.add_class::<many::Many>()?;

@@ -3,7 +3,9 @@
 //!
 //! Exit codes: 0 success, 1 problems found (`verify`), 2 bad usage or a store that cannot be
 //! opened, read or written. `--json` prints one JSON document on stdout; progress bars go to
-//! stderr, and only when it is a terminal. Inspecting never creates a store.
+//! stderr, and only when it is a terminal. Inspecting never creates a store, and a URL is never
+//! written to (stores at URLs are read-only). Every URL printed is redacted
+//! ([`loaderx_core::url::redact`]: no userinfo, no query values).
 
 mod npy;
 mod show;
@@ -16,6 +18,7 @@ use crate::{Codec, Opened, RemoteOptions};
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use loaderx_core::schema::{Kind, Schema};
+use loaderx_core::url::redact;
 use loaderx_core::view::ElementView;
 use serde_json::{json, Value};
 
@@ -50,6 +53,9 @@ enum Command {
     /// Decode every record and report the ones that fail (exit code 1 if any).
     Verify {
         store: PathBuf,
+        /// Bad records listed; the rest are counted.
+        #[arg(long, default_value_t = 20)]
+        show: usize,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -102,7 +108,7 @@ enum Command {
         input: PathBuf,
         /// The store directory to create.
         store: PathBuf,
-        /// Per-record codec.
+        /// Per-record codec (`zstd_dict` may be spelled `zstd-dict`).
         #[arg(long, value_enum, default_value_t = CodecArg::Zstd)]
         codec: CodecArg,
     },
@@ -112,6 +118,7 @@ enum Command {
 enum CodecArg {
     Raw,
     Zstd,
+    #[value(name = "zstd_dict", alias = "zstd-dict")]
     ZstdDict,
 }
 
@@ -180,7 +187,7 @@ where
     let result = match cli.command {
         Command::Info { store, json } => info(&store, json),
         Command::Stats { store, json } => stats(&store, json),
-        Command::Verify { store, json } => verify(&store, json),
+        Command::Verify { store, show, json } => verify(&store, show, json),
         Command::Compact { store, json } => compact(&store, json),
         Command::Head { store, count, values, json } => head(&store, count, values, json),
         Command::Cat { store, indices, values, raw, json } => cat(&store, &indices, values, raw, json),
@@ -188,7 +195,7 @@ where
         Command::Convert { input, store, codec } => convert(&input, &store, codec),
     };
     let code = result.unwrap_or_else(|e| {
-        eprintln!("loaderx: {e}");
+        eprintln!("loaderx: {}", redact(&e.to_string()));
         2
     });
     let _ = std::io::stdout().flush();
@@ -199,6 +206,16 @@ where
 /// environment's credentials). Inspecting never creates a store.
 fn open(path: &Path) -> Result<Opened, Fail> {
     Opened::open(&path.to_string_lossy(), false, &RemoteOptions::default()).map_err(Fail::store)
+}
+
+/// Refuses to write at a URL (see [`crate::check_writable`]), before anything is opened.
+fn writable(path: &Path) -> Result<(), Fail> {
+    crate::check_writable(&path.to_string_lossy()).map_err(Fail::store)
+}
+
+/// A path or URL as printed.
+fn shown(path: &Path) -> String {
+    redact(&path.to_string_lossy())
 }
 
 fn read_schema(store: &Opened) -> Result<Option<Schema>, Fail> {
@@ -236,7 +253,7 @@ fn info(path: &Path, as_json: bool) -> Result<u8, Fail> {
     let codecs = codec_counts(&store)?;
     let schema = schema_json(&read_schema(&store)?);
     let report = json!({
-        "path": path,
+        "path": shown(path),
         "length": store.len(),
         "tail_chunk": header.tail_chunk,
         "tail_offset": header.tail_offset,
@@ -252,13 +269,14 @@ fn info(path: &Path, as_json: bool) -> Result<u8, Fail> {
         print_json(&report);
         return Ok(0);
     }
-    println!("store        {}", path.display());
+    println!("store        {}", shown(path));
     if schema.is_null() {
         println!("schema       none (a plain Zrecord store)");
     } else {
         let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
         let (k, d, c) = (text(&schema["kind"]), text(&schema["dtype"]), text(&schema["codec"]));
-        println!("schema       {k} {d} {} codec {c}", schema["item_shape"]);
+        let stored = stored_as(&c, codecs);
+        println!("schema       {k} {d} {} codec {c}{stored}", schema["item_shape"]);
     }
     println!("records      {} (raw {}, zstd {}, zstd_dict {})", store.len(), codecs[0], codecs[1], codecs[2]);
     println!("live bytes   {}", stats.live_bytes);
@@ -316,24 +334,51 @@ fn stats(path: &Path, as_json: bool) -> Result<u8, Fail> {
     Ok(0)
 }
 
-fn verify(path: &Path, as_json: bool) -> Result<u8, Fail> {
+/// What the schema's `codec` means for the records actually stored, when they differ: zstd keeps
+/// a record raw when compressing does not make it smaller (always under 25 bytes).
+fn stored_as(codec: &str, [raw, zstd, dict]: [u64; 3]) -> String {
+    let total = raw + zstd + dict;
+    let same = match codec {
+        "raw" => raw,
+        "zstd" => zstd,
+        "zstd_dict" => dict,
+        _ => total,
+    };
+    if total == same {
+        String::new()
+    } else if raw == total {
+        format!(" (all {total} records stored raw: compressing did not make them smaller)")
+    } else {
+        format!(" (records stored raw {raw}, zstd {zstd}, zstd_dict {dict})")
+    }
+}
+
+fn verify(path: &Path, show: usize, as_json: bool) -> Result<u8, Fail> {
     let store = open(path)?;
     let bar = progress(store.len(), as_json, "verifying");
     let report = store.verify(|done, _| bar.set_position(done));
     bar.finish_and_clear();
+    let bad_count = report.bad.len() as u64 + report.unlisted;
+    let listed = &report.bad[..report.bad.len().min(show)];
+    let more = bad_count - listed.len() as u64;
     if as_json {
-        let bad: Vec<_> = report.bad.iter().map(|(i, why)| json!({"index": i, "error": why})).collect();
-        print_json(&json!({"checked": report.checked, "bad": bad}));
+        let bad: Vec<_> = listed.iter().map(|(i, why)| json!({"index": i, "error": redact(why)})).collect();
+        print_json(&json!({"checked": report.checked, "bad_count": bad_count, "bad": bad}));
     } else {
-        for (index, why) in &report.bad {
-            println!("bad record {index}: {why}");
+        let mut out = std::io::stdout().lock();
+        for (index, why) in listed {
+            let _ = writeln!(out, "bad record {index}: {}", redact(why));
         }
-        println!("{} records checked, {} bad", report.checked, report.bad.len());
+        if more > 0 {
+            let _ = writeln!(out, "… and {more} more bad records (--show N lists more)");
+        }
+        let _ = writeln!(out, "{} records checked, {bad_count} bad", report.checked);
     }
-    Ok(if report.bad.is_empty() { 0 } else { 1 })
+    Ok(if bad_count == 0 { 0 } else { 1 })
 }
 
 fn compact(path: &Path, as_json: bool) -> Result<u8, Fail> {
+    writable(path)?;
     let store = open(path)?;
     let before = store.stats().map_err(Fail::store)?;
     store.compact().map_err(Fail::store)?;
@@ -412,6 +457,7 @@ fn print_records(store: &Opened, indices: &[u64], limit: usize, as_json: bool) -
 }
 
 fn export(path: &Path, out: &Path) -> Result<u8, Fail> {
+    writable(out)?;
     let store = open(path)?;
     let schema = read_schema(&store)?
         .ok_or_else(|| Fail::usage("the store has no schema.msgpack, so no dtype to export"))?;
@@ -421,6 +467,7 @@ fn export(path: &Path, out: &Path) -> Result<u8, Fail> {
 }
 
 fn convert(input: &Path, store: &Path, codec: CodecArg) -> Result<u8, Fail> {
+    writable(store)?;
     let codec = match codec {
         CodecArg::Raw => Codec::Raw,
         CodecArg::Zstd => Codec::Zstd,
@@ -429,4 +476,27 @@ fn convert(input: &Path, store: &Path, codec: CodecArg) -> Result<u8, Fail> {
     let n = npy::convert(input, store, codec, false)?;
     eprintln!("wrote {n} records to {}", store.display());
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schema_codec_is_qualified_by_what_records_are_stored_as() {
+        assert_eq!(stored_as("zstd", [0, 5, 0]), "");
+        assert_eq!(stored_as("zstd", [0, 0, 0]), "");
+        assert_eq!(stored_as("raw", [7, 0, 0]), "");
+        assert!(stored_as("zstd", [5, 0, 0]).starts_with(" (all 5 records stored raw"));
+        assert!(stored_as("zstd_dict", [5, 0, 0]).starts_with(" (all 5 records stored raw"));
+        assert_eq!(stored_as("zstd_dict", [2, 0, 3]), " (records stored raw 2, zstd 0, zstd_dict 3)");
+    }
+
+    #[test]
+    fn both_spellings_of_the_dictionary_codec_parse() {
+        for spelling in ["zstd_dict", "zstd-dict"] {
+            let cli = Cli::try_parse_from(["loaderx", "convert", "x.npy", "s", "--codec", spelling]).unwrap();
+            assert!(matches!(cli.command, Command::Convert { codec: CodecArg::ZstdDict, .. }));
+        }
+    }
 }

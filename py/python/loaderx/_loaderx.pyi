@@ -6,7 +6,7 @@ from typing import Self, final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Store", "Many", "Mixer", "Sampler", "Schema", "cli", "commit", "is_url", "CODECS", "ERROR_CODES", "FORMAT", "SCHEMA_FILE", "MAX_RECORD_LEN", "MAX_RECORDS", "__version__"]
+__all__ = ["Store", "Many", "Mixer", "Sampler", "Schema", "cli", "commit", "is_url", "redact_url", "check_writable", "CODECS", "ERROR_CODES", "FORMAT", "SCHEMA_FILE", "MAX_RECORD_LEN", "MAX_RECORDS", "__version__"]
 
 CODECS: dict[str, int]
 ERROR_CODES: dict[str, int]
@@ -137,3 +137,9 @@ class Schema:
 
 def cli(argv: list[str | os.PathLike[str]]) -> int: ...
 def is_url(path: str) -> bool: ...
+def redact_url(text: str) -> str:
+    """``text`` with every store URL in it shown without secrets: userinfo becomes ``***@`` and
+    each query value ``***`` (``http://***@host/x?sig=***``)."""
+def check_writable(path: str | os.PathLike[str]) -> None:
+    """Raises ``BadArgumentError`` naming ``path`` when it is a URL (or ``s3:/b/x``, a URL a
+    path type collapsed): stores at URLs are read-only."""
