@@ -405,24 +405,28 @@ def test_script_with_main_guard_runs_its_transform_in_workers(tmp_path):
     assert (tmp_path / "runs.txt").read_text().count("ran") == 3  # the parent and each worker, as under spawn
 
 
-def test_a_class_from_python_c_is_refused_at_construction_with_what_to_do(tmp_path):
+def test_a_class_and_a_lambda_from_python_c_run_in_worker_processes(tmp_path):
     code = _USE + textwrap.dedent(
         """
         from_numpy("x", np.arange(64), progress=False, mode="overwrite")
 
         class Augment:
-            def __call__(self, batch):
-                return batch
+            def __init__(self, k):
+                self.k = k
 
-        try:
-            DataLoader({"x": DenseDataset("x")}, batch_size=8, num_workers=1, transform=Augment(), workers="processes")
-        except TypeError as e:
-            print("REFUSED", e)
+            def __call__(self, batch):
+                return {"x": batch["x"] * self.k}
+
+        for t in (Augment(3), lambda batch: {"x": batch["x"] * 3}):
+            with DataLoader({"x": DenseDataset("x")}, batch_size=8, mode="sequential", num_workers=1,
+                            transform=t, workers="processes") as loader:
+                print("GOT", [next(loader)["x"].tolist() for _ in range(2)])
         """
     )
     proc = _run(["-c", code], tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "REFUSED" in proc.stdout and "class Augment" in proc.stdout and ".py file" in proc.stdout, proc.stdout
+    want = "GOT " + str([[3 * i for i in range(8)], [3 * i for i in range(8, 16)]])
+    assert proc.stdout.count(want) == 2, proc.stdout
 
 
 # --- missing extras -----------------------------------------------------------------------------

@@ -281,14 +281,27 @@ def test_loader_in_a_forked_child(data, no_leaks):
         assert_same(take(loader, 3), want[3:6])
 
 
-def test_unpicklable_transform_is_a_clear_type_error(data, no_leaks):
-    def nested(batch):
-        return batch
+def test_lambdas_and_nested_transforms_run_in_workers_and_unpicklable_ones_are_a_clear_type_error(data, no_leaks):
+    offset = 1000
 
-    for bad in (nested, lambda batch: batch):
-        with pytest.raises(TypeError, match="module level") as e:
-            DataLoader(streams(data), num_workers=1, batch_size=B, transform=bad, workers="processes")
-        assert "workers='threads'" in str(e.value)
+    def nested(batch):
+        return {"x": batch["x"].astype(np.int64) + offset}
+
+    want = [batch["x"].astype(np.int64) + 1000 for batch in take(DataLoader(streams(data), batch_size=B), 2)]
+    for fn in (nested, lambda batch: {"x": batch["x"].astype(np.int64) + offset}):
+        with DataLoader(streams(data), num_workers=1, batch_size=B, transform=fn, workers="processes") as loader:
+            got = [batch["x"] for batch in take(loader, 2)]
+        assert all(np.array_equal(g, w) for g, w in zip(got, want))
+
+    lock = threading.Lock()
+
+    def holds_a_lock(batch):
+        with lock:
+            return batch
+
+    with pytest.raises(TypeError, match="cannot be pickled") as e:
+        DataLoader(streams(data), num_workers=1, batch_size=B, transform=holds_a_lock, workers="processes")
+    assert "workers='threads'" in str(e.value) and "lock" in str(e.value)
     with pytest.raises(ValueError, match="threads"):
         DataLoader(streams(data), batch_size=B, workers="fork")
 

@@ -36,8 +36,9 @@ Design:
   'spawn' start method, a function defined in a guarded main script is found there (the
   script is imported as ``__mp_main__``). The transform and the streams are pickled, functions
   by reference, except those of a ``__main__`` a worker cannot import (``python -c``, a
-  notebook, a script that builds the loader outside its ``if __name__ == "__main__"`` guard):
-  those go by value, and the worker does not run the script (see :func:`payload_dumps`).
+  notebook, a script that builds the loader outside its ``if __name__ == "__main__"`` guard) and
+  lambdas or nested functions: those go by value (cloudpickle), and the worker does not run an
+  unguarded script (see :func:`payload_dumps`).
   ``RAYON_NUM_THREADS`` defaults to 1 in a worker: the processes are the parallelism.
 * **No threads in the parent.** ``next()`` does all the IPC: it keeps ``window`` steps queued
   on the workers (each new one to the worker with the fewest), reads the answers that are there
@@ -73,12 +74,8 @@ touches them from there.
 from __future__ import annotations
 
 import ast
-import builtins
 import collections
-import importlib
-import io
 import itertools
-import marshal
 import mmap
 import os
 import pickle
@@ -649,103 +646,21 @@ def payload_dumps(prep: dict[str, Any]) -> Callable[[object], bytes]:
     """The pickling function for what a worker loads (the streams and the transform), given
     ``multiprocessing``'s preparation data ``prep``, which it may change.
 
-    A worker is a fresh interpreter. Functions pickle by reference, and one from ``__main__`` is
-    found there by importing the main script, as under multiprocessing's spawn. That works for a
-    script whose code runs under ``if __name__ == "__main__":``. It cannot work for a
-    ``__main__`` that has no file (``python -c``, an interactive session, a notebook cell), nor
-    for a script that builds the loader at import time (each worker would run the script again).
-    In those two cases the worker does not import the main script, and functions from
-    ``__main__`` are pickled by value instead: their code, defaults, closure and the globals
-    they name (modules by name). A class from such a ``__main__`` cannot travel that way; it is a
-    TypeError that says what to do."""
+    A worker is a fresh interpreter. What it can import travels by reference; the rest
+    (lambdas, nested functions, anything defined in ``__main__``) travels by value, by
+    cloudpickle. A worker imports the main script, as under multiprocessing's spawn, only when
+    the script builds the loader under ``if __name__ == "__main__":``. It never does for a
+    ``__main__`` that has no file (``python -c``, an interactive session, a notebook cell) nor
+    for a script that builds the loader at import time (each worker would run the script
+    again)."""
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None) if main is not None else None
-    if main is not None and path:
-        line = _unguarded_line(main, path)
-        if line is None:
-            return lambda obj: pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-        prep.pop("init_main_from_path", None)  # the worker must not run the script again
+    if not (main is not None and path and _unguarded_line(main, path) is None):
+        prep.pop("init_main_from_path", None)
         prep.pop("init_main_from_name", None)
-        where = f"a script that builds the loader outside `if __name__ == \"__main__\":` ({path}, line {line})"
-    else:
-        where = "`python -c`, an interactive session or a notebook cell"
+    import cloudpickle
 
-    def dumps(obj: object) -> bytes:
-        out = io.BytesIO()
-        try:
-            _ByValue(out).dump(obj)
-        except _NotByValue as e:
-            raise NotLoadable(
-                f"workers='processes' cannot send {e.args[0]} to worker processes: it is defined in "
-                f"__main__ of {where}, which a worker cannot import. Put it in a .py file (say "
-                "transforms.py next to your script or notebook) and import it from there, or use "
-                "workers='threads'."
-            ) from None
-        return out.getvalue()
-
-    return dumps
-
-
-class NotLoadable(TypeError):
-    """What the loader would send cannot be loaded by a worker process (the message says what
-    to do)."""
-
-
-class _NotByValue(pickle.PicklingError):
-    """Something of ``__main__`` that cannot be pickled by value (a class, the module itself)."""
-
-
-class _ByValue(pickle.Pickler):
-    """Pickles functions of ``__main__`` by value and modules by name; all else as pickle does."""
-
-    def reducer_override(self, obj: Any) -> Any:
-        if isinstance(obj, types.ModuleType):
-            if obj.__name__ in ("__main__", "__mp_main__"):
-                raise _NotByValue("the __main__ module")
-            return importlib.import_module, (obj.__name__,)
-        if getattr(obj, "__module__", None) != "__main__":
-            return NotImplemented
-        if isinstance(obj, types.FunctionType):
-            names: set[str] = set()
-            _names(obj.__code__, names)
-            used = {n: obj.__globals__[n] for n in sorted(names) if n in obj.__globals__}
-            try:
-                cells = [c.cell_contents for c in obj.__closure__ or ()]
-            except ValueError:
-                raise _NotByValue(f"function {obj.__qualname__} (an empty closure cell)") from None
-            # The function is made first and filled in after (pickle's state), so functions
-            # whose globals name each other, or themselves, come back as one graph.
-            made = (marshal.dumps(obj.__code__), obj.__name__, obj.__qualname__, len(cells))
-            return _make_function, made, (obj.__defaults__, obj.__kwdefaults__, cells, used), None, None, _fill_function
-        if isinstance(obj, type):
-            raise _NotByValue(f"class {obj.__qualname__}")
-        return NotImplemented
-
-
-def _names(code: types.CodeType, out: set[str]) -> None:
-    """The global names ``code`` and the code nested in it may use."""
-    out.update(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            _names(const, out)
-
-
-def _make_function(code: bytes, name: str, qualname: str, ncells: int) -> types.FunctionType:
-    """A function pickled by :class:`_ByValue`, made in a worker (filled by :func:`_fill_function`)."""
-    scope = {"__builtins__": builtins, "__name__": "__main__"}
-    closure = tuple(types.CellType() for _ in range(ncells)) or None
-    f = types.FunctionType(marshal.loads(code), scope, name, None, closure)
-    f.__qualname__ = qualname
-    return f
-
-
-def _fill_function(f: types.FunctionType, state: tuple[Any, Any, list[Any], dict[str, Any]]) -> None:
-    defaults, kwdefaults, cells, used = state
-    f.__defaults__ = defaults
-    f.__kwdefaults__ = kwdefaults
-    for cell, value in zip(f.__closure__ or (), cells):
-        cell.cell_contents = value
-    f.__globals__.update(used)
+    return lambda obj: cast(bytes, cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _unguarded_line(main: types.ModuleType, path: str) -> int | None:

@@ -393,7 +393,7 @@ class DataLoader(Generic[_T]):
         the main module) and the pickled ``(source, transform)``."""
         from multiprocessing import spawn
 
-        from ._process_workers import NotLoadable, payload_dumps
+        from ._process_workers import payload_dumps
 
         prep = spawn.get_preparation_data("loaderx-worker")
         prep.pop("authkey", None)  # the worker needs no multiprocessing credentials
@@ -401,15 +401,13 @@ class DataLoader(Generic[_T]):
         for what, obj in ((f"transform {self.transform!r}", self.transform), ("streams", self._source)):
             try:
                 dumps(obj)
-            except NotLoadable:
-                raise  # it says what to do
             except Exception as e:
                 raise TypeError(
                     f"workers='processes' sends the transform and the streams to worker processes by "
-                    f"pickling, and the {what} cannot be pickled ({type(e).__name__}: {e}). Define the transform with "
-                    "def at module level (not a lambda, a nested function or a local class), or wrap "
-                    "one in functools.partial; streams must pickle too (DenseDataset does, by path). "
-                    "Or use workers='threads'."
+                    f"pickling (cloudpickle), and the {what} cannot be pickled ({type(e).__name__}: {e}). "
+                    "A transform must not hold what cannot cross processes (locks, open files, "
+                    "sockets); streams must pickle too (DenseDataset does, by path). Or use "
+                    "workers='threads'."
                 ) from None
         payload = dumps((self._source, self.transform))
         return pickle.dumps((prep, payload), protocol=pickle.HIGHEST_PROTOCOL)
