@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from . import _loaderx
 from .errors import BadArgumentError
-from .zrecord import CODECS, MAX_RECORD_LEN, SCHEMA, Zrecord, _writable
+from .zrecord import CODECS, MAX_RECORD_LEN, SCHEMA, Zrecord, _codec_name, _writable
 
 if TYPE_CHECKING:
     from ._typing import StrPath, WriteMode
@@ -129,9 +129,12 @@ def _check_plain(dtype: np.dtype[Any]) -> None:
         )
 
 
-def _check_codec(codec: str) -> None:
+def _check_codec(codec: str) -> str:
+    """The codec's name as stored (``zstd-dict`` is ``zstd_dict``), or ValueError."""
+    codec = _codec_name(codec)
     if codec not in CODECS:
         raise ValueError(f"unknown codec {codec!r}, expected one of {sorted(CODECS)}")
+    return codec
 
 
 def _describe(schema: _loaderx.Schema) -> str:
@@ -262,7 +265,7 @@ def from_numpy(
     Returns:
         int: Number of records written.
     """
-    _check_codec(codec)
+    codec = _check_codec(codec)
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy expects np.ndarray, got {type(array).__name__}")
     if array.ndim < 1:
@@ -328,7 +331,7 @@ def from_iterator(
     Returns:
         int: Number of records written.
     """
-    _check_codec(codec)
+    codec = _check_codec(codec)
     path, replace = _target(path, mode)
     end: Any = object()
     inferred: dict[str, object] | None  # the schema the first record makes
@@ -433,7 +436,7 @@ def from_arrow(
     """
     from . import arrow
 
-    _check_codec(codec)
+    codec = _check_codec(codec)
     path, replace = _target(path, mode)
     name, field, rows, arrays = arrow.arrow_source(data, column)
     kind, dtype, shape = arrow.column_plan(name, field)

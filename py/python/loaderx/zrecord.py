@@ -115,9 +115,14 @@ def _cache(cache: Cache | None) -> tuple[str, int] | None:
     return (os.fspath(directory), int(max_bytes))
 
 
+def _codec_name(codec: str) -> str:
+    """The codec's name as stored: ``zstd-dict`` (the CLI's spelling) is ``zstd_dict``."""
+    return "zstd_dict" if codec == "zstd-dict" else codec
+
+
 def _codec_tag(codec: str) -> int:
     try:
-        return CODECS[codec]
+        return CODECS[_codec_name(codec)]
     except (KeyError, TypeError):
         raise ValueError(f"unknown codec {codec!r}, expected one of {sorted(CODECS)}") from None
 
