@@ -127,3 +127,19 @@ def test_a_store_read_through_a_url_with_secrets_never_shows_them(server):
         code, out = cli(*args)
         assert code == 0, out
         assert_hidden(out)
+
+
+def test_manifest_messages_hide_the_secrets(tmp_path):
+    from loaderx import manifest
+
+    url = "http://user:pa55word@127.0.0.1:9/x?sig=s3cret"
+    with pytest.raises(errors.StoreNotFoundError) as e:
+        manifest.stores(url)
+    assert_hidden(str(e.value))
+    with pytest.raises(errors.BadArgumentError) as e:
+        manifest.commit(tmp_path / "m.json", [url, url])
+    assert "listed twice" in str(e.value) and "http://***@127.0.0.1:9/x?sig=***" in str(e.value)
+    assert_hidden(str(e.value))
+    with pytest.raises(errors.BadArgumentError) as e:
+        manifest.commit(url, [tmp_path])
+    assert_hidden(str(e.value))

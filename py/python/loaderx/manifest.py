@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from . import _loaderx
 from .errors import BadArgumentError, CorruptStoreError, StoreNotFoundError
-from .zrecord import _location, _writable
+from .zrecord import _location, _shown, _writable
 
 if TYPE_CHECKING:
     from ._typing import Cache, StrPath
@@ -97,7 +97,7 @@ def refresh(path: StrPath, storage_options: dict[str, str] | None = None) -> lis
     """
     found = _manifest_file(_location(path))
     if found is None:
-        raise StoreNotFoundError.new(f"{os.fspath(path)}: no {MANIFEST_FILE} there")
+        raise StoreNotFoundError.new(f"{_shown(os.fspath(path))}: no {MANIFEST_FILE} there")
     try:
         listed = [entry["path"] for entry in json.loads(found.read_text())["stores"]]
     except (ValueError, KeyError, TypeError) as e:
@@ -150,7 +150,8 @@ def _check_twice(manifest_file: Path, new: list[str]) -> None:
         where = _location(listed)
         key = where if isinstance(where, str) else os.path.realpath(manifest_file.parent / where)
         if key in seen:
-            which = f"{listed} is listed twice" if seen[key] == listed else f"{listed} and {seen[key]} are the same store"
+            this, other = _shown(listed), _shown(seen[key])
+            which = f"{this} is listed twice" if seen[key] == listed else f"{this} and {other} are the same store"
             raise BadArgumentError.new(f"{which}; a manifest lists each store once")
         seen[key] = listed
 
@@ -159,7 +160,7 @@ def stores(path: StrPath) -> list[tuple[str, int]]:
     """The ``(store, records)`` pairs the manifest at ``path`` lists, each checked."""
     found = _manifest_file(_location(path))
     if found is None:
-        raise StoreNotFoundError.new(f"{os.fspath(path)}: no {MANIFEST_FILE} there")
+        raise StoreNotFoundError.new(f"{_shown(os.fspath(path))}: no {MANIFEST_FILE} there")
     many = _loaderx.Many(os.fspath(found))
     try:
         return many.stores
