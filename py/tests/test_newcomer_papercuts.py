@@ -289,9 +289,12 @@ def test_structured_dtypes_are_refused_at_conversion(tmp_path):
         from_numpy(tmp_path / "s", rec, progress=False)
     with pytest.raises(TypeError, match="structured dtype"):
         from_iterator(tmp_path / "t", [rec], progress=False)
-    with pytest.raises(TypeError, match="structured dtype"):
-        from_numpy(tmp_path / "v", np.zeros(4, dtype="V8"), progress=False)
     assert os.listdir(tmp_path) == []
+    # plain void records (opaque bytes, no field names to lose) are stored and read back as such
+    void = np.frombuffer(bytes(range(32)), dtype="V8")
+    from_numpy(tmp_path / "v", void, progress=False)
+    with DenseDataset(tmp_path / "v") as ds:
+        assert ds[:].dtype == np.dtype("V8") and ds[:].tobytes() == bytes(range(32))
 
 
 # --- manifests ----------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ Pins: the Quick Start of the reference README (SEED.md: two dense streams conver
 mmapped .npy files, a DataLoader with a transform, 256+ steps, every batch row-aligned across
 streams), the "Records" examples (dense gather, ragged from_iterator + pad, the collate
 transform), and every ```python block of the repository README.md, run in order in one
-directory (only blocks tagged ```python network, which need a bucket, are left out).
+directory (only the block tagged ```python s3, which needs a bucket, is left out here:
+test_remote_s3.py runs it against a local S3 server).
 """
 
 import re
@@ -168,11 +169,12 @@ def _fences(text):
     ]
 
 
-def test_only_the_network_blocks_are_left_out():
-    """A block the in-order run leaves out is tagged ``python network`` (it needs a bucket or a
-    server), and it is the only tag: every other python block runs below."""
+def test_only_the_s3_block_is_left_out():
+    """The block the in-order run leaves out is tagged ``python s3`` (it needs a bucket; the S3
+    suite runs it against a local server), and it is the only tag: every other python block runs
+    below."""
     tagged = [(tags, code) for tags, code in _fences(_README_TEXT) if tags]
-    assert all(tags == ["network"] for tags, _ in tagged), [tags for tags, _ in tagged]
+    assert all(tags == ["s3"] for tags, _ in tagged), [tags for tags, _ in tagged]
     assert len(tagged) == 1 and "s3://" in tagged[0][1]
     assert len(_fences(_README_TEXT)) == len(_BLOCKS) + len(tagged)
 

@@ -119,8 +119,9 @@ def _target(path: StrPath, mode: str) -> tuple[Path, bool]:
 
 
 def _check_plain(dtype: np.dtype[Any]) -> None:
-    """Refuse a structured dtype: a schema records one plain dtype, so field names would be lost."""
-    if dtype.names is not None or dtype.kind == "V":
+    """Refuse a structured dtype: a schema records one plain dtype, so field names would be lost.
+    A plain void dtype (``V8``: opaque bytes, no fields) is stored as such."""
+    if dtype.names is not None:
         fields = f" with fields {list(dtype.names)}" if dtype.names else ""
         raise TypeError(
             f"a structured dtype ({dtype}{fields}) cannot be stored: a store holds one plain dtype. "
