@@ -40,7 +40,8 @@ CARGO_OUT := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)
 ## half of a full build's compile time, and the demo reads local stores. `make py-build` (and so
 ## `make test`) installs the full one.
 demo-build: setup-demo
-	@if [ -d "$(CARGO_OUT)/release/.fingerprint" ]; then $(MAKE) --no-print-directory py-build; else \
+	@if [ -d "$(CARGO_OUT)/release/.fingerprint" ]; then \
+	  VIRTUAL_ENV=$(CURDIR)/.venv $(CURDIR)/.venv/bin/maturin develop --release -q -m py/Cargo.toml; else \
 	  echo "demo: building the extension for local stores (make py-build builds the full one)"; \
 	  CARGO_TARGET_DIR=$(CARGO_OUT)/demo RUSTFLAGS="--cfg loaderx_local_only" VIRTUAL_ENV=$(CURDIR)/.venv \
 	    $(CURDIR)/.venv/bin/maturin develop --release -q -m py/Cargo.toml; fi
