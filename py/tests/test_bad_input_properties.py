@@ -798,12 +798,23 @@ uint_arg = st.one_of(
 )
 mode_arg = st.one_of(
     st.integers(-2, 5),
-    st.sampled_from(list(Sampler.Mode) + [255, 2**64, "0", "IID", None, 1.0, np.int8(2), True]),
+    st.sampled_from(list(Sampler.Mode) + [255, 2**64, "0", "IID", "cyclic", "epoch", None, 1.0, np.int8(2), True]),
 )
 
 
+def mode_value(mode):
+    """The mode the documentation says ``mode`` names: a name (any case), a Mode or its number;
+    None for anything else (bools and floats included)."""
+    if isinstance(mode, str):
+        return {"SEQUENTIAL": 0, "IID": 1, "CYCLIC": 2}.get(mode.upper())
+    if isinstance(mode, (bool, float)):
+        return None
+    return as_index(mode)
+
+
 def sampler_args_valid(length, batch, mode, seed):
-    L, B, M, S = (as_index(v) for v in (length, batch, mode, seed))
+    L, B, S = (as_index(v) for v in (length, batch, seed))
+    M = mode_value(mode)
     return (
         L is not None and 1 <= L < 2**64 and B is not None and 1 <= B < 2**64
         and M in (0, 1, 2) and S is not None and 0 <= S < 2**64
@@ -836,7 +847,7 @@ def test_sampler_with_any_arguments(args):
     assert (outcome == "ok") == valid, f"Sampler({length!r}, {batch!r}, {mode!r}, {seed!r}): {outcome} {s!r}"
     if outcome != "ok":
         return
-    L, B, M = as_index(length), as_index(batch), as_index(mode)
+    L, B, M = as_index(length), as_index(batch), mode_value(mode)
     batch_len = min(L, B) if M == 2 else B
     assert s._s.batch_len == batch_len
     if batch_len > SAFE_BATCH:
@@ -886,6 +897,8 @@ def from_numpy_must_succeed(array, codec, chunk_bytes, schema, onto_existing):
     """True/False when the documentation decides, None when it does not (zstd_dict training on
     a few bytes may or may not succeed)."""
     if not codec_valid(codec) or not isinstance(array, np.ndarray) or array.ndim < 1 or array.dtype.hasobject:
+        return False
+    if array.dtype.names is not None:  # structured: refused, its field names would be lost
         return False
     itemsize = int(np.prod(array.shape[1:], dtype=np.int64)) * array.dtype.itemsize
     if not 0 < itemsize <= MAX_RECORD_LEN:

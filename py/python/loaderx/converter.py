@@ -126,7 +126,8 @@ def _check_plain(dtype: np.dtype[Any]) -> None:
         raise TypeError(
             f"a structured dtype ({dtype}{fields}) cannot be stored: a store holds one plain dtype. "
             "Store each field as its own store (from_numpy(path_x, array['x']), ...) and read them "
-            "as streams of one DataLoader"
+            f"as streams of one DataLoader, or store opaque records with array.view('V{dtype.itemsize}') "
+            "(loaderx 0.9.11 wrote structured arrays that way, dropping the field names)"
         )
 
 
