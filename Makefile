@@ -12,6 +12,13 @@ FUZZ_SECONDS ?= 60
 # so the next run is incremental.
 PRUNE = $(if $(LOADERX_CI_PRUNE),rm -rf $(1),true)
 
+# With LOADERX_SUITE_TIMES naming a file (.ci/run sets it), every recipe line runs through a shell
+# that adds its time to that file under the target's name; scripts/suite_times.sh prints the table.
+ifdef LOADERX_SUITE_TIMES
+SHELL := $(CURDIR)/scripts/timed_shell.sh
+.SHELLFLAGS = $@ -c
+endif
+
 .PHONY: soak fuzz-smoke demo demo-build setup-demo test test-tooling test-ml test-windows setup py-build js-build test-rust test-py test-wheel test-npm dist release-check test-js test-browser test-golden test-viewer viewer bench-viewer lint bench bench-py bench-js crash fixtures-check
 
 ## The main job: train from the DataLoader, stream an image store, inspect it. It installs only
