@@ -322,6 +322,51 @@ pub fn plan_gather(
     Ok(plan)
 }
 
+/// Plans a gather for a source that reads in place (a map): one range per record, in request
+/// order, nothing merged or sorted (reading a range costs nothing there, so merging would only
+/// add work). Checks and lenient mode as [`plan_gather`].
+pub fn plan_in_place(
+    entries: &[(u64, RecordLoc)],
+    rules: &PlanRules<'_>,
+    lenient: bool,
+) -> Result<GatherPlan, ReadError> {
+    let mut plan = GatherPlan {
+        ranges: Vec::with_capacity(entries.len()),
+        slots: Vec::with_capacity(entries.len()),
+        bad: Vec::new(),
+    };
+    let mut total_out = 0u64;
+    for &(index, loc) in entries {
+        let codec = match rules.check(index, &loc) {
+            Ok(codec) => codec,
+            Err(e) if lenient => {
+                plan.bad.push((index, e));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let logic = loc.logic_length;
+        let out = rules.view().map_or(u64::from(logic), |v| v.out_len(logic as usize) as u64);
+        total_out += out;
+        let start = u64::from(loc.offset);
+        let slot = Slot {
+            index,
+            range: plan.ranges.len(),
+            at: 0,
+            stored: loc.stored_len() as u32,
+            logic,
+            codec,
+            out,
+        };
+        plan.ranges.push(ReadRange { chunk: loc.chunk_id, start, end: loc.end() });
+        plan.slots.push(slot);
+    }
+    if total_out > rules.max_out {
+        return Err(ReadError::TooLarge { bytes: total_out, cap: rules.max_out });
+    }
+    Ok(plan)
+}
+
 /// Cuts `out` into one slice per slot, in slot order. `out` must be at least the sum of the
 /// slots' output sizes.
 pub fn split_outputs<'o>(slots: &[Slot], mut out: &'o mut [u8]) -> Vec<&'o mut [u8]> {
@@ -449,6 +494,24 @@ mod tests {
         r.typed = None;
         r.max_out = 11;
         assert!(matches!(plan_gather(&[(0, loc(0, 0, 12))], &r, false), Err(ReadError::TooLarge { .. })));
+    }
+
+    #[test]
+    fn in_place_plans_keep_request_order_and_check_like_merged_ones() {
+        let lens = [Some(1000)];
+        let entries = [(4, loc(0, 500, 100)), (1, loc(0, 0, 100)), (2, loc(0, 100, 50))];
+        let plan = plan_in_place(&entries, &rules(&lens), false).unwrap();
+        let ranges: Vec<(u64, u64)> = plan.ranges.iter().map(|r| (r.start, r.end)).collect();
+        assert_eq!(ranges, vec![(500, 600), (0, 100), (100, 150)]);
+        let slots: Vec<(u64, usize, u64)> = plan.slots.iter().map(|s| (s.index, s.range, s.at)).collect();
+        assert_eq!(slots, vec![(4, 0, 0), (1, 1, 0), (2, 2, 0)]);
+        let bad = [(0, loc(0, 0, 10)), (1, loc(0, 995, 10))];
+        assert!(plan_in_place(&bad, &rules(&lens), false).is_err());
+        let lenient = plan_in_place(&bad, &rules(&lens), true).unwrap();
+        assert_eq!((lenient.slots.len(), lenient.bad.len(), lenient.bad[0].0), (1, 1, 1));
+        let mut capped = rules(&lens);
+        capped.max_out = 150;
+        assert!(matches!(plan_in_place(&entries, &capped, false), Err(ReadError::TooLarge { .. })));
     }
 
     #[test]

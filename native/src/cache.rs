@@ -26,7 +26,7 @@ use std::time::{Duration, SystemTime};
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
-use crate::opened::CacheConfig;
+use crate::options::CacheConfig;
 
 /// Bytes per cached block of a remote object.
 pub(crate) const BLOCK: u64 = 4 << 20;

@@ -30,22 +30,48 @@ use crate::io;
 use crate::map::MetaMap;
 
 /// Called by `open` when `delete.journal` exists: unless a live writer holds the lock (its
-/// delete is still running), finishes the delete a crash interrupted, then lets go of the lock.
-pub(crate) fn recover_interrupted_delete(dir: &Path) -> Result<()> {
+/// delete is still running) or the files are read-only, finishes the delete a crash interrupted,
+/// then lets go of the lock. When it cannot finish it, returns the journal, for the reader to
+/// apply in memory (the store then reads as the finished deletion).
+pub(crate) fn recover_interrupted_delete(dir: &Path) -> Result<Option<DeleteJournal>> {
     let (_file, meta, _) = match files::open_meta_for_writing(dir) {
         Ok(opened) => opened,
-        Err(Error::Locked(_)) => return Ok(()),
+        Err(Error::Locked(_)) => return read(dir),
         Err(Error::Io { source, .. })
             if matches!(source.kind(), ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem) =>
         {
-            return Err(Error::corrupt(
-                journal_path(dir),
-                "a delete was interrupted; finishing it needs write access to the store",
-            ))
+            return read(dir)
         }
         Err(e) => return Err(e),
     };
-    finish(dir, &meta)
+    finish(dir, &meta)?;
+    Ok(None)
+}
+
+/// A delete journal found at open that no writer could finish, as the overlay to read through
+/// (the finished deletion): it must apply to the table's `length`, or the store in `at` is
+/// corrupt.
+pub(crate) fn overlay(at: &Path, journal: DeleteJournal, length: u32) -> Result<DeleteJournal> {
+    if journal.applies_to(length) {
+        return Ok(journal);
+    }
+    Err(Error::corrupt(
+        at.join(loaderx_core::journal::JOURNAL_FILE),
+        format!(
+            "it records a delete from {} to {} records, but the table holds {length}",
+            journal.old_length, journal.new_length
+        ),
+    ))
+}
+
+/// The journal in `dir`, parsed; `None` when there is none (a writer finished it meanwhile).
+fn read(dir: &Path) -> Result<Option<DeleteJournal>> {
+    let path = journal_path(dir);
+    match fs::read(&path) {
+        Ok(bytes) => DeleteJournal::parse(&bytes).map(Some).map_err(|e| Error::classified(dir, e)),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io("read", &path)(e)),
+    }
 }
 
 /// Replays `delete.journal`, if there is one, makes the table durable and removes the journal.

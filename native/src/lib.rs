@@ -21,17 +21,22 @@
 //! that tries to write is refused ([`Error::Locked`]); readers never lock.
 //!
 //! Layout (each module's docs state its invariants; dependencies only point down the list):
+//! * `cli`: the `loaderx` command;
 //! * `many`: [`Many`]: a manifest's stores read as one, and manifest commits;
-//! * `opened`: [`Opened`]: a local store or, with `remote`, a remote one behind one type;
-//! * `location`: URL or path ([`is_url`]), and the refusal to write at a URL ([`check_writable`]);
-//! * `store`: [`Store`]: opening and the read path, and the public write methods, which check
-//!   arguments, take the locks and delegate to
-//! * `writer`: the writer half of a handle (append, delete, compact, train_dict, sync);
-//! * `journal`: the native half of the delete journal;
+//! * `store`: [`Store`]: one open store, local or remote: opening, and the public read and write
+//!   methods, which check arguments, take the locks and delegate to
+//! * `writer` (append, delete, compact, train_dict, sync) and `journal` (the native half of the
+//!   delete journal), for a local store, and to
+//! * `reader`: the one read path (checks, core's planning, decoding on the one fan-out, verify,
+//!   stats) over any
+//! * `source`: the I/O seam: where a store's bytes come from. `sources::local` (a mapped
+//!   directory), `sources::object` (object storage and HTTP, with `remote`) and
+//!   `sources::cached` (a disk-cache decorator, over `cache`);
 //! * `shared`: the maps and dictionary that readers and the writer share, and what their locks
 //!   guard;
 //! * `files`: paths, chunk views, the dictionary file, store creation, the schema file;
-//! * `map` (memory maps, the only `unsafe`), `io` (the I/O and fault seam, all platform code),
+//! * `location` (URL or path, the refusal to write at a URL), `options` (how remote stores are
+//!   reached and cached), `map` (memory maps), `io` (the I/O and fault seam, all platform code),
 //!   `sync` (locks and atomics), `fanout` (the gather's thread fan-out), `error`.
 
 #[cfg(feature = "remote")]
@@ -48,10 +53,11 @@ mod journal;
 mod location;
 mod many;
 mod map;
-mod opened;
-#[cfg(feature = "remote")]
-mod remote;
+mod options;
+mod reader;
 mod shared;
+mod source;
+mod sources;
 mod store;
 mod sync;
 mod training;
@@ -65,9 +71,7 @@ pub use loaderx_core::format::{Codec, Header, RecordLoc};
 pub use loaderx_core::schema::{Layout, Schema};
 pub use location::{check_writable, is_url};
 pub use many::{commit, read_manifest, write_manifest, Many};
-pub use opened::{CacheConfig, Opened, RemoteOptions};
-#[cfg(feature = "remote")]
-pub use remote::RemoteStore;
+pub use options::{CacheConfig, RemoteOptions};
 pub use store::{OpenOptions, Stats, Store, VerifyReport};
 
 /// The test-only I/O fault seam (see `io.rs`).

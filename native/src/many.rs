@@ -23,8 +23,9 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::location::is_url;
-use crate::opened::{Opened, RemoteOptions};
-use crate::store::{check_offsets, fixed_layout, rows_at, split_dst};
+use crate::options::RemoteOptions;
+use crate::reader::{check_offsets, check_pieces, decode_planned, fixed_layout, rows_at, split_dst};
+use crate::store::Store;
 
 /// Reads the manifest at `path`.
 pub fn read_manifest(path: &Path) -> Result<Manifest> {
@@ -65,7 +66,7 @@ pub fn commit(path: &Path, stores: &[String], remote: &RemoteOptions) -> Result<
     let opened: Vec<(u64, Option<Schema>)> = stores
         .par_iter()
         .map(|listed| {
-            let store = Opened::open(&resolve(path, listed), false, remote)?;
+            let store = Store::open_location(&resolve(path, listed), false, remote)?;
             Ok((store.len(), store.schema()?))
         })
         .collect::<Result<_>>()?;
@@ -81,7 +82,7 @@ pub fn commit(path: &Path, stores: &[String], remote: &RemoteOptions) -> Result<
 pub struct Many {
     path: PathBuf,
     manifest: Manifest,
-    stores: Vec<Opened>,
+    stores: Vec<Store>,
     offsets: Vec<u64>,
     schema: Option<Schema>,
 }
@@ -91,10 +92,10 @@ impl Many {
     /// its entry.
     pub fn open(path: &Path, remote: &RemoteOptions) -> Result<Many> {
         let manifest = read_manifest(path)?;
-        let stores: Vec<Opened> = manifest
+        let stores: Vec<Store> = manifest
             .stores()
             .par_iter()
-            .map(|entry| Opened::open(&resolve(path, &entry.path), false, remote))
+            .map(|entry| Store::open_location(&resolve(path, &entry.path), false, remote))
             .collect::<Result<_>>()?;
         let mut schema = None;
         for (k, store) in stores.iter().enumerate() {
@@ -188,22 +189,37 @@ impl Many {
                 (p, mine)
             })
             .collect();
-        // Local shares are checked first, then all decoded in one fan-out: nested per-store
-        // fan-outs would each wake the pool for a fraction of the batch. Remote shares wait on
-        // the network, so they run side by side on the pool.
-        let mut plans = Vec::new();
-        let mut remote = Vec::new();
-        for (p, mine) in shares {
-            match &self.stores[p.store] {
-                Opened::Local(store) => plans.push(store.plan_pieces(&p.local, mine, layout)?),
-                #[allow(unreachable_patterns)]
-                other => remote.push((other, p.local, mine)),
-            }
-        }
-        remote
-            .into_par_iter()
-            .try_for_each(|(store, local, mine)| store.gather_pieces(&local, mine, layout))?;
-        crate::store::decode_planned(plans)
+        // Every share is checked and fetched first, then all are decoded in one fan-out: nested
+        // per-store fan-outs would each wake the pool for a fraction of the batch. Shares of
+        // remote stores wait on the network, so they are fetched side by side on the pool.
+        let views = shares
+            .iter()
+            .map(|(p, _)| self.stores[p.store].reader().source().view())
+            .collect::<Result<Vec<_>>>()?;
+        let remote =
+            shares.iter().filter(|(p, _)| !self.stores[p.store].reader().source().in_place()).count();
+        let plan = |((p, mine), view)| self.plan_share(view, p, mine, layout);
+        let views: Vec<&dyn crate::source::View> = views.iter().map(|v| &**v).collect();
+        let plans = if remote > 1 {
+            shares.into_par_iter().zip(views).map(plan).collect::<Result<Vec<_>>>()?
+        } else {
+            shares.into_iter().zip(views).map(plan).collect::<Result<Vec<_>>>()?
+        };
+        decode_planned(plans)
+    }
+
+    /// Store `p.store`'s share of a gather, checked and fetched through `view`.
+    fn plan_share<'v, 'd>(
+        &'v self,
+        view: &'v dyn crate::source::View,
+        p: manifest::Part,
+        mine: Vec<&'d mut [u8]>,
+        layout: Option<Layout>,
+    ) -> Result<crate::reader::Planned<'v, 'd>> {
+        self.stores[p.store].reader().plan(view, &p.local, layout, |lens| {
+            check_pieces(lens.iter().copied(), &mine)?;
+            Ok(mine)
+        })
     }
 
     /// Decodes records `indices` into `dst`, record `k` at byte `dst_offsets[k]` (as
@@ -225,7 +241,7 @@ impl Many {
     }
 
     /// Decodes records `indices` into the rows `positions` of `dst` (as
-    /// [`crate::Opened::gather_rows`]).
+    /// [`crate::Store::gather_rows`]).
     pub fn gather_rows(&self, indices: &[u64], dst: &mut [u8], positions: &[u64], stride: u64) -> Result<()> {
         let (rows, layout) = rows_at(indices, dst, positions, stride)?;
         let parts = self.split(indices)?;

@@ -71,11 +71,6 @@ impl Shared {
         sync::read(&self.dict).clone()
     }
 
-    /// True if a dictionary is installed.
-    pub(crate) fn has_dict(&self) -> bool {
-        sync::read(&self.dict).is_some()
-    }
-
     /// Makes `map` the current `meta.zr` mapping (the writer's, at upgrade).
     pub(crate) fn replace_meta(&self, map: MetaMap) {
         *sync::write(&self.meta) = map;

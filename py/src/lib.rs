@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use loaderx_core::format::{Codec, MAX_RECORD_LEN};
 use loaderx_core::sampler::{Mode, Sampler as CoreSampler};
-use loaderx_native::{CacheConfig, Opened as Handle, RemoteOptions};
+use loaderx_native::{CacheConfig, RemoteOptions, Store as Handle};
 use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
@@ -82,7 +82,7 @@ impl Store {
     ) -> PyResult<Self> {
         let remote = remote_options(storage_options, deadline, cache_dir, cache_bytes)?;
         let path = path.to_string_lossy().into_owned();
-        let store = py.detach(|| Handle::open(&path, create, &remote)).map_err(to_py)?;
+        let store = py.detach(|| Handle::open_location(&path, create, &remote)).map_err(to_py)?;
         Ok(Store { inner: RwLock::new(Some(Arc::new(store))) })
     }
 

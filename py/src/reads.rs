@@ -1,7 +1,7 @@
 //! The read methods a single store and a manifest of stores share, written once: argument
 //! conversion, the GIL released around the read, errors mapped.
 
-use loaderx_native::{Layout, Many, Opened, Result};
+use loaderx_native::{Layout, Many, Result, Store};
 use numpy::{PyArray1, PyReadwriteArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -45,7 +45,7 @@ macro_rules! reads_for {
         }
     };
 }
-reads_for!(Opened);
+reads_for!(Store);
 reads_for!(Many);
 
 pub(crate) fn lengths<'py>(

@@ -14,7 +14,7 @@ use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use crate::{Codec, Opened, RemoteOptions};
+use crate::{Codec, RemoteOptions, Store};
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use loaderx_core::schema::{Kind, Schema};
@@ -204,8 +204,8 @@ where
 
 /// The store at a path or URL (`s3://`, `gs://`, `az://`, `http(s)://`, read with the
 /// environment's credentials). Inspecting never creates a store.
-fn open(path: &Path) -> Result<Opened, Fail> {
-    Opened::open(&path.to_string_lossy(), false, &RemoteOptions::default()).map_err(Fail::store)
+fn open(path: &Path) -> Result<Store, Fail> {
+    Store::open_location(&path.to_string_lossy(), false, &RemoteOptions::default()).map_err(Fail::store)
 }
 
 /// Refuses to write at a URL (see [`crate::check_writable`]), before anything is opened.
@@ -218,7 +218,7 @@ fn shown(path: &Path) -> String {
     redact(&path.to_string_lossy())
 }
 
-fn read_schema(store: &Opened) -> Result<Option<Schema>, Fail> {
+fn read_schema(store: &Store) -> Result<Option<Schema>, Fail> {
     store.schema().map_err(Fail::store)
 }
 
@@ -233,7 +233,7 @@ fn schema_json(schema: &Option<Schema>) -> Value {
     })
 }
 
-fn codec_counts(store: &Opened) -> Result<[u64; 3], Fail> {
+fn codec_counts(store: &Store) -> Result<[u64; 3], Fail> {
     let indices: Vec<u64> = (0..store.len()).collect();
     let mut codecs = [0u64; 3];
     for loc in store.entries(&indices).map_err(Fail::store)? {
@@ -419,7 +419,7 @@ fn cat(path: &Path, indices: &[u64], values: usize, raw: bool, as_json: bool) ->
 }
 
 /// Decoded records, one gather each (the commands print a handful).
-fn read_records(store: &Opened, indices: &[u64]) -> Result<Vec<(u64, Vec<u8>)>, Fail> {
+fn read_records(store: &Store, indices: &[u64]) -> Result<Vec<(u64, Vec<u8>)>, Fail> {
     let lens = store.lengths(indices).map_err(Fail::store)?;
     let mut out = Vec::with_capacity(indices.len());
     for (&index, &len) in indices.iter().zip(&lens) {
@@ -430,7 +430,7 @@ fn read_records(store: &Opened, indices: &[u64]) -> Result<Vec<(u64, Vec<u8>)>, 
     Ok(out)
 }
 
-fn print_records(store: &Opened, indices: &[u64], limit: usize, as_json: bool) -> Result<u8, Fail> {
+fn print_records(store: &Store, indices: &[u64], limit: usize, as_json: bool) -> Result<u8, Fail> {
     let schema = read_schema(store)?;
     let dense = schema.as_ref().and_then(|s| s.kind().ok()) == Some(Kind::Dense);
     let dtype = schema.as_ref().and_then(|s| s.dtype().ok());

@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
-use crate::{Codec, Opened, Store};
+use crate::{Codec, Store};
 use loaderx_core::dtype::DType;
 use loaderx_core::schema::{Kind, Schema};
 use ndarray_npy::npy::header::{Header, Layout};
@@ -21,7 +21,7 @@ use super::{progress, Fail};
 const BLOCK_BYTES: u64 = 64 << 20;
 
 /// Writes a dense store to `out` as one `.npy` array.
-pub(crate) fn export(store: &Opened, schema: &Schema, out: &Path, quiet: bool) -> Result<u64, Fail> {
+pub(crate) fn export(store: &Store, schema: &Schema, out: &Path, quiet: bool) -> Result<u64, Fail> {
     if schema.kind().map_err(Fail::data)? != Kind::Dense {
         return Err(Fail::usage(
             "only dense stores export to one .npy array (ragged records differ in length)",

@@ -1,0 +1,604 @@
+//! Read-only stores on object storage and HTTP (`s3://`, `gs://`, `az://`, `http(s)://`) as a
+//! [`ChunkSource`].
+//!
+//! The protocols, credentials, retries and request timeouts are `object_store`'s:
+//! 1. opening fetches the header, then in one round of concurrent requests the schema, the
+//!    dictionary, the delete journal and the chunk sizes;
+//! 2. a view fetches the table pages a call needs that are not cached yet, then the byte ranges
+//!    the reader planned (merged where records are close), concurrently, each asking for the
+//!    version seen at open (`If-Match`).
+//!
+//! Invariants:
+//! * Every range is answered whole or the call fails: a short answer is an error, never a
+//!   partial record.
+//! * One async runtime per process, hidden here. A child after `fork()` builds its own; it never
+//!   touches the parent's runtime or connections.
+//! * Every call has a deadline ([`RemoteOptions::deadline`]) on top of `object_store`'s
+//!   per-request timeout, so nothing waits forever.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use loaderx_core::codec::Dictionary;
+use loaderx_core::format::{Header, RecordLoc, HEADER_SIZE, MAX_CHUNKS};
+use loaderx_core::journal::{DeleteJournal, JOURNAL_FILE};
+use loaderx_core::read::{ReadRange, TableCache};
+use loaderx_core::schema::{Schema, SCHEMA_FILE};
+use loaderx_core::url::redact;
+use object_store::path::Path as ObjectPath;
+use object_store::{GetOptions, ObjectStore, ObjectStoreExt};
+
+use crate::cache::DiskCache;
+use crate::error::{Error, Result};
+use crate::options::RemoteOptions;
+use crate::source::{ChunkSource, Piece, View};
+use crate::sources::cached::CachedSource;
+
+/// Range requests in flight at once: a batch of 256 records is one round.
+const MAX_REQUESTS: usize = 256;
+
+/// The process's async runtime, made again in a child after `fork()`.
+fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
+    static RUNTIME: Mutex<Option<(u32, Arc<tokio::runtime::Runtime>)>> = Mutex::new(None);
+    let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+    let pid = std::process::id();
+    if let Some((owner, rt)) = slot.as_ref() {
+        if *owner == pid {
+            return Ok(rt.clone());
+        }
+        // Inherited from the parent through fork(): its threads do not exist here. Forget it
+        // without running its destructor, which would wait for those threads.
+        if let Some((_, old)) = slot.take() {
+            std::mem::forget(old);
+        }
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("loaderx-remote")
+        .enable_all()
+        .build()
+        .map_err(Error::io("start the I/O runtime for", "remote"))?;
+    let rt = Arc::new(rt);
+    *slot = Some((pid, rt.clone()));
+    Ok(rt)
+}
+
+/// The typed error of a failed request: a version mismatch (the object changed after open) is
+/// named as such; everything else keeps `object_store`'s error.
+fn remote_error(url: &str, source: object_store::Error) -> Error {
+    match source {
+        object_store::Error::Precondition { path, .. } | object_store::Error::NotModified { path, .. } => {
+            let object = path.rsplit('/').next().unwrap_or(&path).to_owned();
+            Error::RemoteChanged { url: url.to_owned(), object }
+        }
+        // object_store's words for a 200 answer to a ranged GET (HTTP store; S3 and the others).
+        source
+            if ["Range request not supported", "non-partial response"]
+                .iter()
+                .any(|w| source.to_string().contains(w)) =>
+        {
+            Error::NoRange { url: url.to_owned(), source }
+        }
+        source => Error::Remote { url: url.to_owned(), source },
+    }
+}
+
+/// Why there is no `meta.zr` under `prefix`, by listing it: no such bucket, nothing under the
+/// prefix, or objects that are not a store. A store that cannot list (plain HTTP) says only
+/// that `meta.zr` is missing.
+async fn why_missing(url: &str, store: &dyn ObjectStore, prefix: &ObjectPath) -> Error {
+    let shown = redact(url);
+    let missing = |what: String| Error::RemoteMissing { url: shown.clone(), what };
+    let no_meta = || missing("no meta.zr there: no such store".to_owned());
+    if url.starts_with("http://") || url.starts_with("https://") {
+        return no_meta();
+    }
+    let parsed = url::Url::parse(url).ok();
+    let bucket = parsed.as_ref().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_default();
+    let azure = parsed.is_some_and(|u| matches!(u.scheme(), "az" | "abfs" | "abfss" | "azure" | "adl"));
+    let container = if azure { "container" } else { "bucket" };
+    match store.list_with_delimiter(Some(prefix)).await {
+        Ok(list) if list.objects.is_empty() && list.common_prefixes.is_empty() => {
+            missing(format!("nothing under this prefix in {container} {bucket} (no meta.zr): no such store"))
+        }
+        Ok(_) => Error::NotAStore { path: shown.into(), reason: "it holds objects but no meta.zr".into() },
+        Err(e)
+            if matches!(e, object_store::Error::NotFound { .. })
+                || ["NoSuchBucket", "ContainerNotFound"].iter().any(|w| e.to_string().contains(w)) =>
+        {
+            missing(format!("no such {container}: {bucket}"))
+        }
+        Err(_) => no_meta(),
+    }
+}
+
+/// For a service that needs credentials: a hint on how to give them, when none of the
+/// configuration `keys` (environment variables and options, lower case) looks like one.
+fn missing_credentials(scheme: &str, keys: &[String]) -> Option<&'static str> {
+    const CREDENTIAL_WORDS: [&str; 10] = [
+        "access_key",
+        "secret",
+        "token",
+        "sas",
+        "credential",
+        "service_account",
+        "skip_signature",
+        "use_emulator",
+        "use_azure_cli",
+        "account_key",
+    ];
+    let hint = match scheme {
+        "s3" | "s3a" => {
+            "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or pass them in storage_options, \
+             or AWS_SKIP_SIGNATURE=true for a public bucket"
+        }
+        "gs" => {
+            "set GOOGLE_SERVICE_ACCOUNT or GOOGLE_APPLICATION_CREDENTIALS or pass \
+             service_account_key in storage_options, or GOOGLE_SKIP_SIGNATURE=true for a public bucket"
+        }
+        "az" | "abfs" | "abfss" | "azure" | "adl" => {
+            "set AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY (or a SAS token) or pass \
+             them in storage_options"
+        }
+        _ => return None,
+    };
+    let configured = keys.iter().any(|k| CREDENTIAL_WORDS.iter().any(|w| k.contains(w)));
+    (!configured).then_some(hint)
+}
+
+/// The `storage_options` keys a URL's service takes: its own (`aws_…`, `google_…`, `azure_…`,
+/// also without the prefix) and the HTTP client's (`allow_http`, `timeout`, …). Which service
+/// is `object_store`'s reading of the URL (an `https://…amazonaws.com` URL is S3).
+fn check_option_keys(parsed: &url::Url, options: &BTreeMap<String, String>) -> Result<()> {
+    use object_store::aws::AmazonS3ConfigKey;
+    use object_store::azure::AzureConfigKey;
+    use object_store::gcp::GoogleConfigKey;
+    use object_store::{ClientConfigKey, ObjectStoreScheme};
+    use std::str::FromStr;
+    fn parses<K: FromStr>(key: &str) -> bool {
+        key.parse::<K>().is_ok()
+    }
+    let scheme = ObjectStoreScheme::parse(parsed).map(|(s, _)| s).ok();
+    let (service, takes, own): (&str, fn(&str) -> bool, &[&str]) = match scheme {
+        Some(ObjectStoreScheme::AmazonS3) => ("S3", parses::<AmazonS3ConfigKey>, &S3_KEYS),
+        Some(ObjectStoreScheme::GoogleCloudStorage) => ("GCS", parses::<GoogleConfigKey>, &GCS_KEYS),
+        Some(ObjectStoreScheme::MicrosoftAzure) => ("Azure", parses::<AzureConfigKey>, &AZURE_KEYS),
+        _ => ("HTTP", parses::<ClientConfigKey>, &[]),
+    };
+    let unknown: Vec<&str> =
+        options.keys().map(String::as_str).filter(|k| !takes(&k.to_ascii_lowercase())).collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let known: Vec<&str> = own.iter().chain(&CLIENT_KEYS).copied().collect();
+    Err(Error::BadArgument(format!(
+        "unknown storage_options key{} {} for {service} ({}); known keys: {}",
+        if unknown.len() == 1 { "" } else { "s" },
+        unknown.iter().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", "),
+        redact(parsed.as_str()),
+        known.join(", ")
+    )))
+}
+
+/// The S3 keys `storage_options` takes (each also without its `aws_` prefix).
+const S3_KEYS: [&str; 27] = [
+    "aws_access_key_id",
+    "aws_secret_access_key",
+    "aws_session_token",
+    "aws_region",
+    "aws_default_region",
+    "aws_endpoint",
+    "aws_endpoint_url_s3",
+    "aws_bucket",
+    "aws_virtual_hosted_style_request",
+    "aws_s3_express",
+    "aws_skip_signature",
+    "aws_unsigned_payload",
+    "aws_checksum_algorithm",
+    "aws_imdsv1_fallback",
+    "aws_metadata_endpoint",
+    "aws_container_credentials_relative_uri",
+    "aws_container_credentials_full_uri",
+    "aws_container_authorization_token_file",
+    "aws_web_identity_token_file",
+    "aws_role_arn",
+    "aws_role_session_name",
+    "aws_endpoint_url_sts",
+    "aws_request_payer",
+    "aws_server_side_encryption",
+    "aws_sse_kms_key_id",
+    "aws_sse_bucket_key_enabled",
+    "aws_sse_customer_key_base64",
+];
+
+/// The Google Cloud Storage keys (each also without its `google_` prefix).
+const GCS_KEYS: [&str; 7] = [
+    "google_service_account",
+    "google_service_account_key",
+    "google_application_credentials",
+    "google_bucket",
+    "google_base_url",
+    "google_bearer_token",
+    "google_skip_signature",
+];
+
+/// The Azure keys (most also without their `azure_storage_` or `azure_` prefix).
+const AZURE_KEYS: [&str; 20] = [
+    "azure_storage_account_name",
+    "azure_storage_account_key",
+    "azure_storage_sas_token",
+    "azure_storage_token",
+    "azure_storage_client_id",
+    "azure_storage_client_secret",
+    "azure_storage_tenant_id",
+    "azure_storage_authority_host",
+    "azure_storage_use_emulator",
+    "azure_storage_endpoint",
+    "azure_msi_endpoint",
+    "azure_object_id",
+    "azure_msi_resource_id",
+    "azure_federated_token_file",
+    "azure_use_fabric_endpoint",
+    "azure_use_azure_cli",
+    "azure_skip_signature",
+    "azure_container_name",
+    "azure_credential_type",
+    "azure_storage_encryption_key",
+];
+
+/// The HTTP client's keys, which every service takes.
+const CLIENT_KEYS: [&str; 20] = [
+    "allow_http",
+    "allow_invalid_certificates",
+    "disable_system_certificates",
+    "connect_timeout",
+    "default_content_type",
+    "http1_only",
+    "http2_only",
+    "http2_keep_alive_interval",
+    "http2_keep_alive_timeout",
+    "http2_keep_alive_while_idle",
+    "http2_max_frame_size",
+    "pool_idle_timeout",
+    "pool_max_idle_per_host",
+    "proxy_url",
+    "proxy_ca_certificate",
+    "proxy_excludes",
+    "randomize_addresses",
+    "read_timeout",
+    "timeout",
+    "user_agent",
+];
+
+/// Runs `fut` on the process's runtime, failing with [`Error::Deadline`] after `after`.
+fn within<T>(url: &str, after: Duration, fut: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    let url = url.to_owned();
+    runtime()?.block_on(async move {
+        tokio::time::timeout(after, fut).await.map_err(|_| Error::Deadline { url, after })?
+    })
+}
+
+/// A read-only store behind a URL: the open protocol's facts, the table pages fetched so far,
+/// and the connection.
+pub(crate) struct ObjectSource {
+    /// The URL as given: what requests use.
+    url: String,
+    /// The URL as shown in errors and `Debug` ([`redact`]: no userinfo, no query values).
+    shown: String,
+    store: Arc<dyn ObjectStore>,
+    prefix: ObjectPath,
+    deadline: Duration,
+    header: Header,
+    schema: Option<Schema>,
+    dict: Option<Arc<Dictionary>>,
+    chunk_lens: Vec<Option<u64>>,
+    /// The ETag of each object read by range (`meta.zr`, chunk files) when the store was
+    /// opened: every later read asks for that version (`If-Match`), so a store replaced
+    /// remotely is an error, never a mix of old and new bytes.
+    etags: BTreeMap<String, Option<String>>,
+    table: Mutex<TableCache>,
+}
+
+impl std::fmt::Debug for ObjectSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectSource").field("url", &self.shown).field("length", &self.header.length).finish()
+    }
+}
+
+/// Opens the store at `url`, reading the environment's credentials and `options`: its source
+/// (through the disk cache when `options` names one) and the delete journal found there, if
+/// any, checked to apply to the table (the reader applies it in memory).
+pub(crate) fn open(
+    url: &str,
+    options: &RemoteOptions,
+) -> Result<(Arc<dyn ChunkSource>, Option<DeleteJournal>)> {
+    let shown = redact(url.trim_end_matches('/'));
+    let parsed = url::Url::parse(url.trim_end_matches('/'))
+        .map_err(|e| Error::BadArgument(format!("{shown} is not a URL: {e}")))?;
+    check_option_keys(&parsed, &options.options)?;
+    let env = std::env::vars().map(|(k, v)| (k.to_ascii_lowercase(), v));
+    // An http:// URL asks for plain HTTP; other schemes need AWS_ALLOW_HTTP or allow_http.
+    let plain = (parsed.scheme() == "http").then(|| ("allow_http".to_owned(), "true".to_owned()));
+    let config: Vec<(String, String)> = plain.into_iter().chain(env).chain(options.options.clone()).collect();
+    // Keys that may carry credentials: the services' own environment variables and options.
+    let config_keys: Vec<String> = config
+        .iter()
+        .map(|(k, _)| k.clone())
+        .filter(|k| ["aws_", "google_", "azure_"].iter().any(|p| k.starts_with(p)))
+        .chain(options.options.keys().map(|k| k.to_ascii_lowercase()))
+        .collect();
+    let (store, prefix) = object_store::parse_url_opts(&parsed, config)
+        .map_err(|e| Error::Remote { url: shown.clone(), source: e })?;
+    let store: Arc<dyn ObjectStore> = Arc::from(store);
+    let url = url.trim_end_matches('/').to_owned();
+    let deadline = options.deadline;
+    let cache = match &options.cache {
+        Some(config) => Some(DiskCache::new(config.clone()).map_err(Error::io("create cache", &config.dir))?),
+        None => None,
+    };
+    let (source, journal) =
+        within(&shown, deadline, open_async(url, store, prefix, deadline)).map_err(|e| match e {
+            // A failure other than "not found" with no credentials configured: say so.
+            Error::Remote { url, source } if !matches!(source, object_store::Error::NotFound { .. }) => {
+                match missing_credentials(parsed.scheme(), &config_keys) {
+                    Some(hint) => Error::Credentials { url, hint, source },
+                    None => Error::Remote { url, source },
+                }
+            }
+            other => other,
+        })?;
+    let source: Arc<dyn ChunkSource> = match cache {
+        Some(cache) => Arc::new(CachedSource::new(Box::new(source), cache)),
+        None => Arc::new(source),
+    };
+    Ok((source, journal))
+}
+
+async fn open_async(
+    url: String,
+    store: Arc<dyn ObjectStore>,
+    prefix: ObjectPath,
+    deadline: Duration,
+) -> Result<(ObjectSource, Option<DeleteJournal>)> {
+    let shown = redact(&url);
+    let remote = |e| remote_error(&shown, e);
+    let meta_path = prefix.clone().join("meta.zr");
+    let meta = match store.head(&meta_path).await {
+        Ok(m) => m,
+        Err(object_store::Error::NotFound { .. }) => return Err(why_missing(&url, &*store, &prefix).await),
+        Err(e) => return Err(remote(e)),
+    };
+    let head = if meta.size < HEADER_SIZE {
+        Bytes::new()
+    } else {
+        store.get_range(&meta_path, 0..HEADER_SIZE).await.map_err(remote)?
+    };
+    let at = std::path::Path::new(&shown).to_path_buf();
+    let header = Header::read(&head).map_err(|e| Error::classified(&at, e))?;
+    header.validate(meta.size).map_err(|e| Error::classified(&at, e))?;
+    let optional = |name: &str| {
+        let path = prefix.clone().join(name);
+        let store = store.clone();
+        async move {
+            match store.get(&path).await {
+                Ok(r) => r.bytes().await.map(Some),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        }
+    };
+    let sizes = (0..=header.tail_chunk).map(|id| {
+        let path = prefix.clone().join(format!("{id}.zr"));
+        let store = store.clone();
+        async move {
+            match store.head(&path).await {
+                Ok(m) => Ok(Some((m.size, m.e_tag))),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        }
+    });
+    let (schema, dict, journal, chunk_lens) = futures::join!(
+        optional(SCHEMA_FILE),
+        optional("dict.zr"),
+        optional(JOURNAL_FILE),
+        futures::future::join_all(sizes)
+    );
+    let schema = schema
+        .map_err(remote)?
+        .map(|b| Schema::from_msgpack(&b))
+        .transpose()
+        .map_err(|e| Error::classified(&at, e))?;
+    let dict = dict.map_err(remote)?.map(|b| Arc::new(Dictionary::new(b.to_vec())));
+    let journal = journal
+        .map_err(remote)?
+        .map(|b| DeleteJournal::parse(&b))
+        .transpose()
+        .map_err(|e| Error::classified(&at, e))?;
+    let journal = journal.map(|j| crate::journal::overlay(&at, j, header.length)).transpose()?;
+    let chunks = chunk_lens.into_iter().collect::<std::result::Result<Vec<_>, _>>().map_err(remote)?;
+    let mut etags = BTreeMap::from([("meta.zr".to_owned(), meta.e_tag.clone())]);
+    for (id, found) in chunks.iter().enumerate() {
+        if let Some((_, etag)) = found {
+            etags.insert(format!("{id}.zr"), etag.clone());
+        }
+    }
+    let chunk_lens: Vec<Option<u64>> = chunks.into_iter().map(|c| c.map(|(size, _)| size)).collect();
+    debug_assert!(chunk_lens.len() as u64 <= MAX_CHUNKS);
+    let source = ObjectSource {
+        url,
+        shown,
+        store,
+        prefix,
+        deadline,
+        header,
+        schema,
+        dict,
+        chunk_lens,
+        etags,
+        table: Mutex::new(TableCache::new(u64::from(header.length))),
+    };
+    Ok((source, journal))
+}
+
+impl ObjectSource {
+    fn classified<E: loaderx_core::error::Classify + std::fmt::Display>(&self, e: E) -> Error {
+        Error::classified(std::path::Path::new(&self.shown), e)
+    }
+
+    /// Runs `fut` on the runtime within the deadline.
+    fn block<T>(&self, fut: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+        within(&self.shown, self.deadline, fut)
+    }
+
+    /// Byte ranges of object `name`, of the version seen at open, fetched concurrently (up to
+    /// [`MAX_REQUESTS`] at once, so a batch's ranges are one round of requests). Callers merge
+    /// close ranges first (core's planning does).
+    async fn ranges(&self, name: &str, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        let calls = ranges.iter().map(|r| self.get_range(name.to_owned(), r.clone()));
+        futures::stream::iter(calls).buffered(MAX_REQUESTS).try_collect().await
+    }
+
+    /// One byte range of object `name`, of the version seen at open.
+    async fn get_range(&self, name: String, range: Range<u64>) -> Result<Bytes> {
+        let path = self.prefix.clone().join(name.as_str());
+        let if_match = self.etags.get(&name).cloned().flatten();
+        let want = range.end - range.start;
+        let options = GetOptions { range: Some(range.into()), if_match, ..Default::default() };
+        let got = async { self.store.get_opts(&path, options).await?.bytes().await };
+        let bytes = got.await.map_err(|e| remote_error(&self.shown, e))?;
+        if bytes.len() as u64 != want {
+            let why = format!("{name}: {} bytes in answer to a ranged read of {want}", bytes.len());
+            let source = object_store::Error::Generic { store: "loaderx", source: why.into() };
+            return Err(remote_error(&self.shown, source));
+        }
+        Ok(bytes)
+    }
+}
+
+impl ChunkSource for ObjectSource {
+    fn view(&self) -> Result<Box<dyn View + '_>> {
+        Ok(Box::new(ObjectView(self)))
+    }
+
+    fn in_place(&self) -> bool {
+        false
+    }
+
+    fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    fn header(&self) -> Header {
+        self.header
+    }
+
+    fn dict(&self) -> Option<Arc<Dictionary>> {
+        self.dict.clone()
+    }
+
+    fn schema(&self) -> Result<Option<Schema>> {
+        Ok(self.schema.clone())
+    }
+
+    fn cache_identity(&self, chunk: u16) -> Option<(String, Option<String>)> {
+        let name = format!("{chunk}.zr");
+        let etag = self.etags.get(&name).cloned().flatten();
+        Some((format!("{}/{name}", self.url), etag))
+    }
+}
+
+/// A view of a remote store: everything it shows was fixed at open (the version pin), so the
+/// view is the source itself.
+struct ObjectView<'s>(&'s ObjectSource);
+
+impl View for ObjectView<'_> {
+    fn header(&self) -> Header {
+        self.0.header
+    }
+
+    fn chunk_lens(&self) -> &[Option<u64>] {
+        &self.0.chunk_lens
+    }
+
+    fn dict(&self) -> Option<&Dictionary> {
+        self.0.dict.as_deref()
+    }
+
+    /// Fetches the table pages the entries need that are not cached yet (one round of requests).
+    fn entries(&self, indices: &[u64]) -> Result<Vec<Option<RecordLoc>>> {
+        let src = self.0;
+        let missing = src.table.lock().unwrap_or_else(|e| e.into_inner()).missing(indices.iter().copied());
+        if !missing.is_empty() {
+            let pages = src.block(src.ranges("meta.zr", &missing))?;
+            let mut table = src.table.lock().unwrap_or_else(|e| e.into_inner());
+            for (range, bytes) in missing.iter().zip(pages) {
+                table.insert(range.start, &bytes).map_err(|e| src.classified(e))?;
+            }
+        }
+        let table = src.table.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(indices.iter().map(|&i| table.entry(i)).collect())
+    }
+
+    /// All ranges at once, concurrently.
+    fn fetch(&self, ranges: &[ReadRange]) -> Result<Vec<Piece<'_>>> {
+        let src = self.0;
+        let calls = ranges.iter().map(|r| src.get_range(format!("{}.zr", r.chunk), r.start..r.end));
+        let got: Vec<Bytes> = src.block(futures::stream::iter(calls).buffered(MAX_REQUESTS).try_collect())?;
+        Ok(got.into_iter().map(Piece::Owned).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_listed_option_keys_are_the_ones_object_store_takes() {
+        use object_store::aws::AmazonS3ConfigKey;
+        use object_store::azure::AzureConfigKey;
+        use object_store::gcp::GoogleConfigKey;
+        use object_store::ClientConfigKey;
+        for k in S3_KEYS {
+            assert!(k.parse::<AmazonS3ConfigKey>().is_ok(), "{k}");
+        }
+        for k in GCS_KEYS {
+            assert!(k.parse::<GoogleConfigKey>().is_ok(), "{k}");
+        }
+        for k in AZURE_KEYS {
+            assert!(k.parse::<AzureConfigKey>().is_ok(), "{k}");
+        }
+        for k in CLIENT_KEYS {
+            assert!(k.parse::<ClientConfigKey>().is_ok(), "{k}");
+        }
+    }
+
+    #[test]
+    fn unknown_option_keys_are_refused_before_any_request() {
+        let options = |keys: &[&str]| keys.iter().map(|k| (k.to_string(), "x".to_owned())).collect();
+        let s3 = url::Url::parse("s3://bucket/store").unwrap();
+        assert!(check_option_keys(&s3, &options(&["aws_access_key_id", "REGION", "timeout"])).is_ok());
+        let e = check_option_keys(&s3, &options(&["aws_acess_key_id"])).unwrap_err();
+        let message = e.to_string();
+        assert!(matches!(e, Error::BadArgument(_)), "{message}");
+        assert!(
+            message.contains("\"aws_acess_key_id\"") && message.contains("aws_access_key_id, "),
+            "{message}"
+        );
+        let plain = url::Url::parse("http://user:pw@h/x?sig=s").unwrap();
+        let e = check_option_keys(&plain, &options(&["aws_region", "allow_http"])).unwrap_err().to_string();
+        assert!(
+            e.contains("\"aws_region\" for HTTP (http://***@h/x?sig=***)") && !e.contains("\"allow_http\""),
+            "{e}"
+        );
+        let missing = open(
+            "s3://bucket/store",
+            &RemoteOptions { options: options(&["secret_acess_key"]), ..Default::default() },
+        );
+        assert!(matches!(missing, Err(Error::BadArgument(_))));
+    }
+}
