@@ -30,7 +30,10 @@ demo: demo-build
 	@echo
 	@echo "browse it in the viewer: make viewer STORE=demo-data/images_64x64x3   (or: npx --prefix js loaderx-view demo-data/images_64x64x3)"
 
-## Every test suite, after installing what they need.
+## Every test suite, after installing what they need. Nothing may skip: under LOADERX_REQUIRE_ALL=1
+## (passed on to every prerequisite) a test that would skip for a missing server, browser, tool or
+## package fails, naming it (py/tests/_require_all.py, js/test/helpers/require_all.mjs).
+test: export LOADERX_REQUIRE_ALL := 1
 test: setup lint test-tooling test-rust js-build py-build test-wheel test-ml test-npm test-js test-browser test-golden test-viewer fuzz-smoke fixtures-check test-windows
 
 setup:
