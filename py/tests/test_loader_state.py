@@ -14,7 +14,6 @@ import json
 import pickle
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from loaderx._state import CURRENT_VERSION, MIGRATIONS, LoaderState, Shard, fingerprint

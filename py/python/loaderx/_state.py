@@ -43,13 +43,23 @@ import json
 import operator
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Mapping, Protocol, TypeVar, cast
 
 from .errors import BadArgumentError
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "LoaderState", "Shard", "base_config", "fingerprint"]
 
 _A = TypeVar("_A")
+
+
+class _Rows(Protocol):
+    """A batch a shard slices: a list, an array."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, rows: slice, /) -> Any: ...
+
+
+_B = TypeVar("_B", bound=_Rows)
 
 #: The version :meth:`LoaderState.to_dict` writes.
 CURRENT_VERSION = 2
@@ -278,9 +288,9 @@ class Shard:
         """This shard's rows as ``(start, stop)`` fractions of any global batch."""
         return Fraction(self.index, self.count), Fraction(self.index + 1, self.count)
 
-    def take(self, batch: Sequence[_A]) -> Sequence[_A]:
+    def take(self, batch: _B) -> _B:
         """This shard's rows of a global batch (the batch itself when ``count`` is 1)."""
-        return batch if self.count == 1 else batch[self.rows(len(batch))]
+        return batch if self.count == 1 else cast("_B", batch[self.rows(len(batch))])
 
 
 def _integer(value: Any, what: str) -> int:

@@ -101,7 +101,7 @@ class DataLoader(_base.DataLoader[Any]):
         **kwargs: Any,
     ) -> None:
         shard = Shard.of(shard_index, shard_count, Shard.jax)
-        super().__init__(streams, *args, **shard.as_kwargs(), **kwargs)
+        super().__init__(streams, *args, shard_index=shard.index, shard_count=shard.count, **kwargs)
         self.sharding = _default_sharding() if sharding is None else sharding
         self._check_sharding()
 
