@@ -212,9 +212,9 @@ def _note(out_root, **line):
 
 
 def _export_stores(nodeid, tmp_path, out_root):
+    import hashlib
     import json
     import re
-    import hashlib
 
     key = nodeid + os.environ.get("PYTEST_XDIST_WORKER", "")
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", nodeid)[:120] + "-" + hashlib.sha1(key.encode()).hexdigest()[:8]

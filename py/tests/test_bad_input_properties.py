@@ -1201,7 +1201,7 @@ def test_dataloader_with_any_arguments(stores, args):
                             assert np.array_equal(batch[name], want)
             state = loader.state_dict()
             for bad in ({}, {"fingerprint": "0" * 16, "step": 0}, dict(state, fingerprint="x")):
-                outcome, value = attempt(lambda: loader.load_state_dict(bad))
+                outcome, value = attempt(lambda bad=bad: loader.load_state_dict(bad))
                 assert outcome == "error" and isinstance(value, ValueError)
             loader.load_state_dict(state)
     finally:
@@ -1230,7 +1230,7 @@ def test_out_of_range_integer_indices_raise_index_error(stores, idx):
         ("RaggedDataset", len(stores.seqs), stores.ragged.__getitem__),
     ):
         valid = all(-n <= i < n for i in idx)
-        outcome, value = attempt(lambda: call(idx))
+        outcome, value = attempt(lambda call=call: call(idx))
         if valid:
             assert outcome == "ok", f"{name}{idx}: {value!r}"
         else:

@@ -278,7 +278,7 @@ def test_processes_share_the_cache_and_a_killed_one_leaves_nothing_corrupt(s3, t
     assert survivor.returncode == 0
     check(out.split("\n")[:-1])
     victim.wait()
-    check([l for l in victim.stdout.read().split("\n") if l.count(" ") > 1])
+    check([line for line in victim.stdout.read().split("\n") if line.count(" ") > 1])
     after = subprocess.run([sys.executable, "-c", _READER, url, str(cache), "10", "3"], capture_output=True, text=True, timeout=120)
     assert after.returncode == 0, after.stderr
     check(after.stdout.split("\n")[:-1])

@@ -95,7 +95,6 @@ import weakref
 from typing import Any, Callable, Iterable, Sequence, cast
 
 import numpy as np
-import numpy.typing as npt
 
 from .errors import WorkerError
 
