@@ -14,6 +14,7 @@ import json
 import pickle
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from loaderx._state import CURRENT_VERSION, MIGRATIONS, LoaderState, Shard, fingerprint
@@ -203,3 +204,23 @@ def test_a_shard_refuses_a_bad_place_and_an_uneven_batch():
     with pytest.raises(BadArgumentError, match="not divisible by shard_count 5"):
         Shard(1, 5).rows(12)
     assert Shard.of(None, 3) == Shard(0, 3) and Shard.of(2, None, lambda: Shard(1, 4)) == Shard(2, 4)
+
+
+def test_the_readme_shows_the_state_the_loader_saves(tmp_path):
+    text = (TESTS.parents[1] / "README.md").read_text()
+    shown = json.loads(text.split("Rank 0's state above is:\n\n```json\n", 1)[1].split("```", 1)[0])
+    from loaderx.converter import from_numpy
+
+    from_numpy(tmp_path / "ids", np.arange(1000), progress=False)
+    four = [
+        DataLoader({"id": DenseDataset(tmp_path / "ids")}, batch_size=12, seed=3, shard_index=r, shard_count=4)
+        for r in range(4)
+    ]
+    try:
+        for _ in range(5):
+            for lx in four:
+                next(lx)
+        assert four[0].state_dict() == shown
+    finally:
+        for lx in four:
+            lx.close()
