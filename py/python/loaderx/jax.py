@@ -121,11 +121,12 @@ class DataLoader(_base.DataLoader[Any]):
                 f"by the {parts} shards the sharding splits it into on this process's "
                 f"{len(spec.addressable_devices)} devices; use a batch_size that is a multiple of {count * parts}"
             )
+        mine = self._shard.rows(self.batch_size)
         if runs != [self._shard.fraction()]:
             held = ", ".join(f"[{float(a * self.batch_size):g}, {float(b * self.batch_size):g})" for a, b in runs)
             raise ValueError(
                 f"this process's devices hold rows {held} of each global batch of {self.batch_size} under the "
-                f"sharding, but shard {index} of {count} is rows [{index * per}, {(index + 1) * per}); use "
+                f"sharding, but shard {index} of {count} is rows [{mine.start}, {mine.stop}); use "
                 "shard_index=jax.process_index(), shard_count=jax.process_count() with a sharding over "
                 "jax.devices(), or a sharding over this process's devices with shard_count=1"
             )
