@@ -289,3 +289,11 @@ def spread_store(tmp_path_factory):
     rng = np.random.default_rng(1)
     from_numpy(root / "store", rng.integers(0, 256, size=(2000, 12 << 10), dtype=np.uint8), codec="zstd", progress=False)
     return root, "store"
+
+
+@pytest.fixture(scope="module")
+def stores():
+    """The property tests' read-only stores (_strategies.read_only_stores), built once per module."""
+    from _strategies import read_only_stores
+
+    yield from read_only_stores()
