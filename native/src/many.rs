@@ -17,7 +17,7 @@
 
 use std::path::{Path, PathBuf};
 
-use loaderx_core::manifest::{self, Manifest};
+use loaderx_core::manifest::{self, Holds, Manifest, Seen, MANIFEST_FILE};
 use loaderx_core::schema::{Layout, Schema};
 use rayon::prelude::*;
 
@@ -25,6 +25,42 @@ use crate::error::{Error, Result};
 use crate::location::is_url;
 use crate::opened::{Opened, RemoteOptions};
 use crate::store::{check_offsets, fixed_layout, rows_at, split_dst};
+use crate::{Stats, VerifyReport};
+
+/// What a location holds: a store (open it as one) or a manifest (its file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Found {
+    /// A store directory or URL.
+    Store(String),
+    /// The manifest file to read.
+    Manifest(PathBuf),
+}
+
+/// Store or manifest: looks at `location` and asks [`manifest::identify`]. A URL is a store
+/// (manifests are local files); a local path that is neither is the core's typed error.
+pub fn identify(location: &str) -> Result<Found> {
+    if is_url(location) {
+        return Ok(Found::Store(location.to_owned()));
+    }
+    let path = Path::new(location);
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let seen = match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Seen::Nothing,
+        Err(e) => return Err(Error::io("inspect", path)(e)),
+        Ok(meta) if meta.is_dir() => Seen::Directory {
+            store: path.join("meta.zr").exists(),
+            manifest: path.join(MANIFEST_FILE).is_file(),
+        },
+        Ok(_) => Seen::File { name: &name },
+    };
+    match manifest::identify(seen) {
+        Ok(Holds::Store) => Ok(Found::Store(location.to_owned())),
+        Ok(Holds::ManifestFile) => Ok(Found::Manifest(path.to_owned())),
+        Ok(Holds::ManifestInside) => Ok(Found::Manifest(path.join(MANIFEST_FILE))),
+        Err(manifest::IdentifyError::Missing) => Err(Error::NotFound(path.to_owned())),
+        Err(e) => Err(Error::classified(path, e)),
+    }
+}
 
 /// Reads the manifest at `path`.
 pub fn read_manifest(path: &Path) -> Result<Manifest> {
@@ -129,6 +165,43 @@ impl Many {
     /// True when the stores hold no records.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The stores, open, in the manifest's order.
+    pub fn stores(&self) -> &[Opened] {
+        &self.stores
+    }
+
+    /// Global index of each store's first record, plus the total at the end.
+    pub fn offsets(&self) -> &[u64] {
+        &self.offsets
+    }
+
+    /// The stores' usage, added up (`chunk_bytes` and `reclaimable` are sums over the stores).
+    pub fn stats(&self) -> Result<Stats> {
+        let all: Vec<Stats> = self.stores.par_iter().map(Opened::stats).collect::<Result<_>>()?;
+        Ok(all.iter().fold(Stats::default(), |t, s| Stats {
+            records: t.records + s.records,
+            live_bytes: t.live_bytes + s.live_bytes,
+            logical_bytes: t.logical_bytes + s.logical_bytes,
+            chunk_bytes: t.chunk_bytes + s.chunk_bytes,
+            reclaimable: t.reclaimable + s.reclaimable,
+        }))
+    }
+
+    /// Verifies every store in turn (as [`crate::Store::verify`]), reporting bad records by
+    /// global index; `progress(done, total)` counts over all stores.
+    pub fn verify(&self, mut progress: impl FnMut(u64, u64)) -> VerifyReport {
+        let total = self.len();
+        let mut report = VerifyReport { checked: 0, bad: Vec::new(), unlisted: 0 };
+        for (store, &first) in self.stores.iter().zip(&self.offsets) {
+            let one = store.verify(|done, _| progress(first + done, total));
+            report.checked += one.checked;
+            report.bad.extend(one.bad.into_iter().map(|(i, why)| (first + i, why)));
+            report.unlisted += one.unlisted;
+        }
+        progress(total, total);
+        report
     }
 
     /// `indices` checked against the total, split by store.
