@@ -79,10 +79,12 @@ class _Pipeline:
     """Worker threads computing ``produce(step)`` for consecutive steps, handed out in order.
 
     Holds no reference to the DataLoader, so the loader can be garbage-collected while the
-    threads run; its finalizer stops them.
+    threads run; its finalizer stops them. ``stop()`` reads time through ``clock`` (seconds,
+    monotonic), which a test may replace.
     """
 
     def __init__(self, produce: Callable[[int], Any], start: int, num_workers: int, window: int) -> None:
+        self.clock: Callable[[], float] = time.monotonic
         self._produce = produce
         self._cond = threading.Condition()
         self._claim = start  # next step a worker takes
@@ -141,10 +143,10 @@ class _Pipeline:
             self._cond.notify_all()
         me = threading.current_thread()
         # One deadline for all workers: N stuck workers must not cost N * JOIN_TIMEOUT.
-        deadline = time.monotonic() + JOIN_TIMEOUT
+        deadline = self.clock() + JOIN_TIMEOUT
         for t in self._threads:
             if t is not me:
-                t.join(max(0.0, deadline - time.monotonic()))
+                t.join(max(0.0, deadline - self.clock()))
 
 
 def _identity(batch: Batch) -> Batch:
