@@ -33,6 +33,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::error::{Classify, ErrorKind};
+use crate::open::META_FILE;
 use crate::schema::{Kind, Schema};
 
 /// The manifest's file name inside a dataset directory.
@@ -92,9 +93,6 @@ impl Classify for ManifestError {
         }
     }
 }
-
-/// The file that makes a directory a store.
-const STORE_FILE: &str = "meta.zr";
 
 /// What a front end sees at a location before opening anything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,7 +160,7 @@ impl Classify for IdentifyError {
 /// (`meta.zr` or a `.json` file), so that a front end that cannot list a location (HTTP) knows
 /// it need not look inside it.
 pub fn names_a_file(name: &str) -> bool {
-    name == STORE_FILE || is_manifest_name(name)
+    name == META_FILE || is_manifest_name(name)
 }
 
 fn is_manifest_name(name: &str) -> bool {
@@ -174,7 +172,7 @@ pub fn identify(seen: Seen<'_>) -> Result<Holds, IdentifyError> {
     match seen {
         Seen::Nothing => Err(IdentifyError::Missing),
         Seen::File { name } if is_manifest_name(name) => Ok(Holds::ManifestFile),
-        Seen::File { name } if name == STORE_FILE => Err(IdentifyError::StoreFile),
+        Seen::File { name } if name == META_FILE => Err(IdentifyError::StoreFile),
         Seen::File { name } => Err(IdentifyError::OtherFile { name: name.to_owned() }),
         Seen::Directory { store: true, .. } => Ok(Holds::Store),
         Seen::Directory { manifest: true, .. } => Ok(Holds::ManifestInside),

@@ -48,7 +48,7 @@ pub fn identify(location: &str) -> Result<Found> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Seen::Nothing,
         Err(e) => return Err(Error::io("inspect", path)(e)),
         Ok(meta) if meta.is_dir() => Seen::Directory {
-            store: path.join("meta.zr").exists(),
+            store: path.join(loaderx_core::open::META_FILE).exists(),
             manifest: path.join(MANIFEST_FILE).is_file(),
         },
         Ok(_) => Seen::File { name: &name },
