@@ -74,7 +74,12 @@ pub fn read_manifest(path: &Path) -> Result<Manifest> {
 /// Replaces the manifest at `path` atomically.
 pub fn write_manifest(path: &Path, manifest: &Manifest) -> Result<()> {
     crate::files::replace(path, &manifest.to_json(), 0)?;
-    crate::io::sync_dir(path.parent().unwrap_or(Path::new(".")))
+    crate::io::sync_dir(directory_of(path))
+}
+
+/// The directory a manifest file is in (`.` for a bare file name, whose parent is empty).
+fn directory_of(path: &Path) -> &Path {
+    path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
 }
 
 /// Where a listed store is: URLs and absolute paths as they are, relative paths from the
@@ -83,8 +88,7 @@ fn resolve(manifest_path: &Path, listed: &str) -> String {
     if is_url(listed) || Path::new(listed).is_absolute() {
         return listed.to_owned();
     }
-    let dir = manifest_path.parent().unwrap_or(Path::new("."));
-    dir.join(listed).to_string_lossy().into_owned()
+    directory_of(manifest_path).join(listed).to_string_lossy().into_owned()
 }
 
 /// Adds `stores` (paths as they should be listed: relative to the manifest's directory,
@@ -303,5 +307,33 @@ impl Many {
         let (rows, layout) = rows_at(indices, dst, positions, stride)?;
         let parts = self.split(indices)?;
         self.gather_split(parts, rows, Some(layout))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_manifest_name_is_in_the_current_directory() {
+        assert_eq!(directory_of(Path::new("manifest.json")), Path::new("."));
+        assert_eq!(directory_of(Path::new("d/m.json")), Path::new("d"));
+        assert_eq!(resolve(Path::new("manifest.json"), "p0"), "./p0");
+    }
+
+    #[test]
+    fn identify_answers_from_what_the_path_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let at = |p: &Path| identify(&p.to_string_lossy());
+        assert!(matches!(at(&root.join("none")), Err(Error::NotFound(_))));
+        assert!(matches!(at(root), Err(Error::NotAStore { .. })), "an empty directory is neither");
+        std::fs::write(root.join(MANIFEST_FILE), b"{}").unwrap();
+        assert_eq!(at(root).unwrap(), Found::Manifest(root.join(MANIFEST_FILE)));
+        assert_eq!(at(&root.join(MANIFEST_FILE)).unwrap(), Found::Manifest(root.join(MANIFEST_FILE)));
+        std::fs::write(root.join("meta.zr"), b"").unwrap();
+        assert_eq!(at(root).unwrap(), Found::Store(root.to_string_lossy().into_owned()));
+        assert!(matches!(at(&root.join("meta.zr")), Err(Error::BadArgument(_))));
+        assert_eq!(identify("s3://b/x").unwrap(), Found::Store("s3://b/x".into()));
     }
 }
