@@ -96,6 +96,18 @@ def test_every_pytest_suite_loads_the_policy():
         assert re.search(r"from _require_all import .*pytest_runtest_makereport", text), suite
 
 
+def test_every_node_test_skip_goes_through_the_policy_helper():
+    """No t.skip(), test.skip, describe.skip, { skip: ... } or todo in js/test but the helper's own."""
+    pattern = re.compile(r"\.skip\(|\b(test|it|describe)\.(skip|todo)\b|\{\s*(skip|todo)\s*:|,\s*(skip|todo)\s*:|\.todo\(")
+    helper = REPO / "js" / "test" / "helpers" / "require_all.mjs"
+    files = sorted((REPO / "js" / "test").rglob("*.mjs"))
+    assert len(files) > 20  # the scan saw the suites
+    offenders = [f"{p.relative_to(REPO)}:{n}: {line.strip()}" for p in files if p != helper
+                 for n, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert not offenders, "skips that bypass js/test/helpers/require_all.mjs:\n" + "\n".join(offenders)
+    assert pattern.search("t.skip(missing)") and pattern.search("test('x', { skip: true }, f)")
+
+
 NODE_TEST = """
 import { test } from 'node:test';
 import { skipUnlessRequired } from %s;
