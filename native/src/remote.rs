@@ -2,8 +2,10 @@
 //!
 //! The protocols, credentials, retries and request timeouts are `object_store`'s; what to read
 //! is core's ranged-read planning (`loaderx_core::read`), as in the wasm reader:
-//! 1. opening fetches the header, the schema, the dictionary and the chunk sizes (one round of
-//!    concurrent requests after the header);
+//! 1. opening follows core's open protocol (`loaderx_core::open`): it fetches the header, then
+//!    the schema, the dictionary, `delete.journal` and the chunk sizes (one round of concurrent
+//!    requests); a standing journal is applied in memory (the finished deletion), a damaged one
+//!    is corrupt data naming `delete.journal`;
 //! 2. a call fetches the table pages it needs that are not cached yet, then the records' byte
 //!    ranges, merged where they are close and fetched concurrently, each asking for the version seen at
 //!    open (`If-Match`);
@@ -31,8 +33,9 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use loaderx_core::codec::{Decoder, Dictionary};
 use loaderx_core::format::{Header, HEADER_SIZE, MAX_CHUNKS};
-use loaderx_core::read::{self, GatherPlan, PlanRules, TableCache};
-use loaderx_core::schema::{Layout, Schema, SCHEMA_FILE};
+use loaderx_core::open::{self, Fetched, Table, DICT_FILE, JOURNAL_FILE, META_FILE, SCHEMA_FILE};
+use loaderx_core::read::{self, GatherPlan, PlanRules};
+use loaderx_core::schema::{Layout, Schema};
 use loaderx_core::stats::Stats;
 use loaderx_core::url::redact;
 use object_store::path::Path as ObjectPath;
@@ -318,7 +321,8 @@ pub struct RemoteStore {
     /// opened: every later read asks for that version (`If-Match`), so a store replaced
     /// remotely is an error, never a mix of old and new bytes.
     etags: BTreeMap<String, Option<String>>,
-    table: Mutex<TableCache>,
+    /// The table under the journal rule (`loaderx_core::open`).
+    table: Mutex<Table>,
     /// Blocks of chunk files on local disk, when a cache directory was given.
     cache: Option<DiskCache>,
     /// Cache blocks mapped by earlier calls, by (chunk, block), with when each was last
@@ -385,7 +389,7 @@ impl RemoteStore {
     ) -> Result<RemoteStore> {
         let shown = redact(&url);
         let remote = |e| remote_error(&shown, e);
-        let meta_path = prefix.clone().join("meta.zr");
+        let meta_path = prefix.clone().join(META_FILE);
         let meta = match store.head(&meta_path).await {
             Ok(m) => m,
             Err(object_store::Error::NotFound { .. }) => {
@@ -399,8 +403,7 @@ impl RemoteStore {
             store.get_range(&meta_path, 0..HEADER_SIZE).await.map_err(remote)?
         };
         let at = std::path::Path::new(&shown).to_path_buf();
-        let header = Header::read(&head).map_err(|e| Error::classified(&at, e))?;
-        header.validate(meta.size).map_err(|e| Error::classified(&at, e))?;
+        let header = open::read_header(&head, meta.size).map_err(|e| Error::classified(&at, e))?;
         let optional = |name: &str| {
             let path = prefix.clone().join(name);
             let store = store.clone();
@@ -412,8 +415,8 @@ impl RemoteStore {
                 }
             }
         };
-        let sizes = (0..=header.tail_chunk).map(|id| {
-            let path = prefix.clone().join(format!("{id}.zr"));
+        let sizes = open::chunk_ids(&header).map(|id| {
+            let path = prefix.clone().join(open::chunk_name(id));
             let store = store.clone();
             async move {
                 match store.head(&path).await {
@@ -423,23 +426,32 @@ impl RemoteStore {
                 }
             }
         });
-        let (schema, dict, chunk_lens) =
-            futures::join!(optional(SCHEMA_FILE), optional("dict.zr"), futures::future::join_all(sizes));
-        let schema = schema
-            .map_err(remote)?
-            .map(|b| Schema::from_msgpack(&b))
-            .transpose()
-            .map_err(|e| Error::classified(&at, e))?;
-        let dict = dict.map_err(remote)?.map(|b| Arc::new(Dictionary::new(b.to_vec())));
+        let (schema, dict, journal, chunk_lens) = futures::join!(
+            optional(SCHEMA_FILE),
+            optional(DICT_FILE),
+            optional(JOURNAL_FILE),
+            futures::future::join_all(sizes)
+        );
         let chunks = chunk_lens.into_iter().collect::<std::result::Result<Vec<_>, _>>().map_err(remote)?;
-        let mut etags = BTreeMap::from([("meta.zr".to_owned(), meta.e_tag.clone())]);
+        let mut etags = BTreeMap::from([(META_FILE.to_owned(), meta.e_tag.clone())]);
         for (id, found) in chunks.iter().enumerate() {
             if let Some((_, etag)) = found {
-                etags.insert(format!("{id}.zr"), etag.clone());
+                etags.insert(open::chunk_name(id as u16), etag.clone());
             }
         }
-        let chunk_lens: Vec<Option<u64>> = chunks.into_iter().map(|c| c.map(|(size, _)| size)).collect();
-        debug_assert!(chunk_lens.len() as u64 <= MAX_CHUNKS);
+        let bytes = |got: std::result::Result<Option<Bytes>, _>| got.map(|b| b.map(|b: Bytes| b.to_vec()));
+        let fetched = Fetched {
+            schema: bytes(schema).map_err(remote)?,
+            dict: bytes(dict).map_err(remote)?,
+            journal: bytes(journal).map_err(remote)?,
+            chunk_lens: chunks.into_iter().map(|c| c.map(|(size, _)| size)).collect(),
+        };
+        // The one open protocol: checks, and a delete journal applied in memory.
+        let view = open::open(header, fetched).map_err(|e| Error::classified(&at, e))?;
+        debug_assert!(view.chunk_lens.len() as u64 <= MAX_CHUNKS);
+        let table = Mutex::new(view.table());
+        let (header, schema, chunk_lens) = (view.header, view.schema, view.chunk_lens);
+        let dict = view.dict.map(Arc::new);
         Ok(RemoteStore {
             url,
             shown,
@@ -451,7 +463,7 @@ impl RemoteStore {
             dict,
             chunk_lens,
             etags,
-            table: Mutex::new(TableCache::new(u64::from(header.length))),
+            table,
             cache: None,
             mapped: Mutex::new(HashMap::new()),
         })
@@ -514,7 +526,7 @@ impl RemoteStore {
         })?;
         let missing = self.table.lock().unwrap_or_else(|e| e.into_inner()).missing(indices.iter().copied());
         if !missing.is_empty() {
-            let pages = self.block(self.ranges("meta.zr", &missing))?;
+            let pages = self.block(self.ranges(META_FILE, &missing))?;
             let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
             for (range, bytes) in missing.iter().zip(pages) {
                 table.insert(range.start, &bytes).map_err(|e| self.classified(e))?;
@@ -601,7 +613,7 @@ impl RemoteStore {
             }
             let fetch = runs.iter().map(|&(chunk, first, n)| {
                 let end = (first + n - 1) * BLOCK + block_len(chunk, first + n - 1);
-                self.get_range(format!("{chunk}.zr"), first * BLOCK..end)
+                self.get_range(open::chunk_name(chunk), first * BLOCK..end)
             });
             let got =
                 self.block(futures::stream::iter(fetch).buffered(MAX_FETCHES).try_collect::<Vec<_>>())?;
@@ -656,7 +668,7 @@ impl RemoteStore {
 
     /// The cache identity of chunk file `chunk`.
     fn key(&self, chunk: u16) -> ObjectKey {
-        let name = format!("{chunk}.zr");
+        let name = open::chunk_name(chunk);
         let size = self.chunk_lens.get(usize::from(chunk)).copied().flatten().unwrap_or(0);
         let etag = self.etags.get(&name).cloned().flatten();
         ObjectKey::new(&format!("{}/{name}", self.url), etag.as_deref(), size)
@@ -708,7 +720,7 @@ impl RemoteStore {
         if let Some(cache) = &self.cache {
             return self.fetch_cached(cache, plan);
         }
-        let calls = plan.ranges.iter().map(|r| self.get_range(format!("{}.zr", r.chunk), r.start..r.end));
+        let calls = plan.ranges.iter().map(|r| self.get_range(open::chunk_name(r.chunk), r.start..r.end));
         self.block(futures::stream::iter(calls).buffered(MAX_REQUESTS).try_collect())
     }
 

@@ -3,10 +3,15 @@
 //! (`writer.rs`).
 //!
 //! Invariants:
-//! * Opening never writes, except to finish a delete that a crash interrupted (a
-//!   `delete.journal` is present and no live writer holds the lock): a reader maps `meta.zr` and
-//!   the chunk files read-only at their current sizes and takes no lock. Only the first mutating
-//!   call upgrades the handle to a writer.
+//! * Opening follows core's open protocol (`loaderx_core::open`) and never writes, except to
+//!   finish a delete that a crash interrupted (a `delete.journal` is present, no live writer
+//!   holds the lock and the store is writable): a reader maps `meta.zr` and the chunk files
+//!   read-only at their current sizes and takes no lock. Only the first mutating call upgrades
+//!   the handle to a writer.
+//! * When the open cannot finish such a delete (locked, or read-only), the handle reads the
+//!   finished deletion in memory: its length is the journal's and the journal's entries come
+//!   before the table's ([`Store::overlay`]), until its own upgrade finishes the delete on disk
+//!   or the table's length shows a writer has moved past the journal.
 //! * Before any byte reaches a caller's buffer, a read checks every index against the published
 //!   length (`loaderx_core::plan::check_indices`), every table entry against the limits and the
 //!   mapped size of its chunk file, and every destination range against the buffer. A failed
@@ -22,6 +27,7 @@ use std::path::Path;
 
 use loaderx_core::codec::{Decoder, Dictionary};
 use loaderx_core::format::{self, entry_offset, Codec, Header, RecordLoc, HEADER_SIZE};
+use loaderx_core::open::{self, Overlay};
 use loaderx_core::plan::{check_indices, record_ranges};
 use loaderx_core::schema::{Kind, Layout};
 
@@ -30,6 +36,7 @@ use crate::files::{self, chunk_path, meta_path, Chunk};
 use crate::journal;
 use crate::map::MetaMap;
 use crate::shared::{Chunks, Shared};
+use crate::sync::atomic::{AtomicBool, Ordering};
 use crate::sync::{self, Arc, Mutex, RwLock, RwLockReadGuard};
 use crate::writer::Writer;
 
@@ -74,6 +81,10 @@ pub struct Store {
     writer: Mutex<Option<Writer>>,
     /// The directory, the maps and the dictionary readers and the writer share.
     shared: Shared,
+    /// A delete journal this handle could not replay on disk, applied in memory (empty when
+    /// none); `overlay_live` is cleared once this handle's writer has replayed it.
+    overlay: Overlay,
+    overlay_live: AtomicBool,
 }
 
 impl Store {
@@ -112,9 +123,7 @@ impl Store {
             }
             files::create_store(&dir)?;
         }
-        if files::journal_path(&dir).exists() {
-            journal::recover_interrupted_delete(&dir)?;
-        }
+        let pending = files::journal_path(&dir).exists() && !journal::recover_interrupted_delete(&dir)?;
         let meta_file = File::open(&meta_path).map_err(Error::io("open", &meta_path))?;
         let meta_len = meta_file.metadata().map_err(Error::io("stat", &meta_path))?.len();
         if meta_len < HEADER_SIZE {
@@ -129,7 +138,8 @@ impl Store {
         // through maps.
         let meta = MetaMap::new(&meta_file, meta_len, false).map_err(Error::io("mmap", &meta_path))?;
         let header = meta.header();
-        header.validate(meta_len).map_err(|e| Error::classified(&dir, e))?;
+        open::read_header(&header.to_bytes(), meta_len).map_err(|e| Error::classified(&dir, e))?;
+        let overlay = if pending { journal::overlay(&dir, header.length)? } else { Overlay::default() };
         let chunks = (0..=header.tail_chunk)
             .map(|id| Ok(Chunk::open_read(&chunk_path(&dir, id))?.map(Arc::new)))
             .collect::<Result<Vec<_>>>()?;
@@ -138,7 +148,28 @@ impl Store {
             gate: RwLock::new(()),
             writer: Mutex::new(None),
             shared: Shared::new(dir, meta, chunks, dict),
+            overlay_live: AtomicBool::new(!overlay.is_empty()),
+            overlay,
         })
+    }
+
+    /// The journal applied in memory, while it stands: the handle has not replayed it itself and
+    /// the table's length is one the journal applies to.
+    fn overlay(&self, table_length: u32) -> Option<&Overlay> {
+        let live = self.overlay_live.load(Ordering::Acquire);
+        let applies = |o: &&Overlay| o.journal().is_some_and(|j| j.applies_to(table_length));
+        Some(&self.overlay).filter(|_| live).filter(applies)
+    }
+
+    /// The effective header of `meta` (the journal rule applied).
+    fn effective(&self, meta: &MetaMap) -> Header {
+        let header = meta.header();
+        self.overlay(header.length).map_or(header, |o| o.header(header))
+    }
+
+    /// Entry `index` under the journal rule.
+    fn entry_of(&self, meta: &MetaMap, index: u64) -> Option<RecordLoc> {
+        self.overlay(meta.length()).and_then(|o| o.entry(index)).or_else(|| meta.entry(index))
     }
 
     /// The store directory.
@@ -148,7 +179,7 @@ impl Store {
 
     /// Number of live records.
     pub fn len(&self) -> u64 {
-        u64::from(self.shared.meta().length())
+        u64::from(self.effective(&self.shared.meta()).length)
     }
 
     /// True when the store holds no records.
@@ -158,7 +189,7 @@ impl Store {
 
     /// A snapshot of the header.
     pub fn header(&self) -> Header {
-        self.shared.meta().header()
+        self.effective(&self.shared.meta())
     }
 
     /// True if the store has a dictionary (`dict.zr`).
@@ -176,14 +207,17 @@ impl Store {
     fn locate(&self, indices: &[u64]) -> Result<Vec<(RecordLoc, Codec)>> {
         let dir = self.shared.dir();
         let meta = self.shared.meta();
-        check_indices(u64::from(meta.length()), indices)?;
+        let table_length = meta.length();
+        let overlay = self.overlay(table_length);
+        check_indices(u64::from(overlay.map_or(table_length, |o| o.length(table_length))), indices)?;
         let chunks = self.shared.chunks();
         let chunk_len = |id: u16| chunks.get(usize::from(id))?.as_ref().map(|c| c.len());
         meta.touch_entries(indices);
         indices
             .iter()
             .map(|&index| {
-                let loc = meta.entry(index).ok_or_else(|| entry_past_end(dir, index))?;
+                let loc = overlay.and_then(|o| o.entry(index)).or_else(|| meta.entry(index));
+                let loc = loc.ok_or_else(|| entry_past_end(dir, index))?;
                 let codec = loc.validate(index, chunk_len).map_err(|e| Error::classified(dir, e))?;
                 Ok((loc, codec))
             })
@@ -357,7 +391,7 @@ impl Store {
         let _gate = sync::read(&self.gate);
         let meta = self.shared.meta();
         let mut from = length;
-        while from > 0 && meta.entry(from - 1).is_some_and(|e| e.is_blank()) {
+        while from > 0 && self.entry_of(&meta, from - 1).is_some_and(|e| e.is_blank()) {
             from -= 1;
         }
         from
@@ -367,9 +401,9 @@ impl Store {
     pub fn stats(&self) -> Result<Stats> {
         let _gate = sync::read(&self.gate);
         let meta = self.shared.meta();
-        let header = meta.header();
+        let header = self.effective(&meta);
         let entries = (0..u64::from(header.length))
-            .map(|index| meta.entry(index).ok_or_else(|| entry_past_end(self.shared.dir(), index)));
+            .map(|index| self.entry_of(&meta, index).ok_or_else(|| entry_past_end(self.shared.dir(), index)));
         let entries = entries.collect::<Result<Vec<_>>>()?;
         Ok(Stats::from_entries(&header, entries))
     }
@@ -380,7 +414,12 @@ impl Store {
         let mut guard = sync::lock(&self.writer);
         let writer = match guard.take() {
             Some(writer) => guard.insert(writer),
-            None => guard.insert(Writer::open(&self.shared)?),
+            None => {
+                let writer = Writer::open(&self.shared)?;
+                // The upgrade replayed any journal on disk: the table is the truth from now on.
+                self.overlay_live.store(false, Ordering::Release);
+                guard.insert(writer)
+            }
         };
         writer.settle_pending(&self.shared)?;
         f(writer)
