@@ -150,6 +150,11 @@ export class ManifestStore {
     return { version: this.#stores[0]?.header.version ?? 3, length: this.length };
   }
 
+  /** Whether its stores decode on a wasm thread pool (stores hosted in a threaded worker). */
+  get threaded() {
+    return this.#stores.length > 0 && this.#stores.every((s) => s.threaded === true);
+  }
+
   /** Whether any store has a zstd dictionary. */
   get hasDict() {
     return this.#stores.some((s) => s.hasDict);
