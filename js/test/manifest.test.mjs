@@ -11,7 +11,7 @@ import { pathToFileURL } from 'node:url';
 import { Store } from '../src/node.js';
 import { serve } from '../scripts/serve.mjs';
 import { REPO, rejection, removeDir, sha256, tempDir } from './helpers/common.mjs';
-import { required } from './helpers/require_all.mjs';
+import { required, skipUnlessRequired } from './helpers/require_all.mjs';
 
 const PYTHON = process.env.LOADERX_PYTHON || join(REPO, '.venv/bin/python');
 
@@ -110,7 +110,7 @@ describe('manifests written by Python', () => {
   after(() => root && removeDir(root));
 
   test('a directory, a path and a file: URL read what Python reads', async (t) => {
-    if (missing) return t.skip(missing);
+    if (missing) return skipUnlessRequired(t, missing, ['LOADERX_REQUIRE_PY']);
     for (const where of [join(root, 'dense'), join(root, 'dense/manifest.json'), pathToFileURL(join(root, 'dense/manifest.json'))]) {
       const s = /** @type {import('../src/common.js').ManifestStoreApi} */ (/** @type {unknown} */ (await Store.open(where)));
       assert.equal(s.length, 24);
@@ -144,7 +144,7 @@ describe('manifests written by Python', () => {
   });
 
   test('a ragged manifest (a .json of another name) reads what Python reads', async (t) => {
-    if (missing) return t.skip(missing);
+    if (missing) return skipUnlessRequired(t, missing, ['LOADERX_REQUIRE_PY']);
     const s = await Store.open(join(root, 'ragged/m.json'));
     assert.equal(s.length, 8);
     assert.deepEqual(await hashes(s), py.ragged);
@@ -154,7 +154,7 @@ describe('manifests written by Python', () => {
   });
 
   test('files by relative path, and a manifest over HTTP, read the same', async (t) => {
-    if (missing) return t.skip(missing);
+    if (missing) return skipUnlessRequired(t, missing, ['LOADERX_REQUIRE_PY']);
     const mem = await Store.open(filesUnder(join(root, 'dense')));
     assert.deepEqual(await hashes(mem), py.dense);
     await mem.close();
@@ -176,7 +176,7 @@ describe('manifests written by Python', () => {
   });
 
   test('a store that changed after it was listed is refused with the message Python gives', async (t) => {
-    if (missing) return t.skip(missing);
+    if (missing) return skipUnlessRequired(t, missing, ['LOADERX_REQUIRE_PY']);
     const said = python(PY_CHANGE, root);
     const why = 'store p3 holds 9 records, but the manifest lists 7: it changed after it was added';
     assert.ok(said.includes(why), said);
