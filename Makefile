@@ -30,7 +30,10 @@ demo: demo-build
 	@echo
 	@echo "browse it in the viewer: make viewer STORE=demo-data/images_64x64x3   (or: npx --prefix js loaderx-view demo-data/images_64x64x3)"
 
-## Every test suite, after installing what they need.
+## Every test suite, after installing what they need. Nothing may skip: under LOADERX_REQUIRE_ALL=1
+## (passed on to every prerequisite) a test that would skip for a missing server, browser, tool or
+## package fails, naming it (py/tests/_require_all.py, js/test/helpers/require_all.mjs).
+test: export LOADERX_REQUIRE_ALL := 1
 test: setup lint test-tooling test-rust js-build py-build test-wheel test-ml test-npm test-js test-browser test-golden test-viewer fuzz-smoke fixtures-check test-windows
 
 setup:
@@ -144,7 +147,8 @@ release-check: setup js-build
 ## Every static check, each one a gate: rustfmt (the workspace and fuzz/), clippy with warnings as
 ## errors, the `_loaderx.pyi` stubs against the built extension (mypy stubtest, so it needs
 ## py-build), mypy --strict over the Python package and py/tests/typing (a typed script over the
-## public API, and misuse it must reject; config in py/pyproject.toml), and tsc over the js
+## public API, and misuse it must reject; config in py/pyproject.toml), ruff over every Python file
+## of the package, the tests and the scripts (config in py/pyproject.toml), and tsc over the js
 ## package (its sources import js/pkg, so it needs js-build).
 lint: setup py-build js-build
 	$(CARGO) fmt --all --check
@@ -152,6 +156,7 @@ lint: setup py-build js-build
 	$(CARGO) clippy --workspace --all-targets -j$(JOBS) -- -D warnings
 	$(PY) -m mypy.stubtest loaderx._loaderx
 	$(PY) -m mypy --strict --config-file py/pyproject.toml py/python/loaderx py/tests/typing
+	$(CURDIR)/.venv/bin/ruff check --config py/pyproject.toml py/python py/tests py/tests_ml tests scripts
 	cd js && npm run typecheck
 
 ## Each cargo-fuzz target for FUZZ_SECONDS (nightly, libFuzzer), seeded from the fixtures.

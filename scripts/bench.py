@@ -249,7 +249,7 @@ def torch_worker_main():
             res = f"torch {torch.__version__}, numpy {np.__version__}, python {platform.python_version()}"
         elif cmd["op"] == "open":
             args = (cmd["images"], cmd["labels"], cmd["transform"], cmd["workers"], cmd["n"])
-            loaders[cmd["name"]] = TimedLoader(lambda: torch_loader(*args))
+            loaders[cmd["name"]] = TimedLoader(lambda args=args: torch_loader(*args))
             res = loaders[cmd["name"]].first
         elif cmd["op"] == "window":
             res = loaders[cmd["name"]].window(cmd["batches"])
@@ -389,8 +389,8 @@ def section_sampler(args, ref):
         iters = max(200, 400_000 // batch) // (4 if args.quick else 1)
         rng = np.random.default_rng(1)
         cases = {
-            "numpy randint": lambda: np.random.randint(0, 1_000_000, batch),
-            "numpy default_rng": lambda: rng.integers(0, 1_000_000, batch),
+            "numpy randint": lambda batch=batch: np.random.randint(0, 1_000_000, batch),
+            "numpy default_rng": lambda batch=batch, rng=rng: rng.integers(0, 1_000_000, batch),
         }
         times = {name: [] for name in [*cases, "loaderx", "reference 0.9.11"]}
         for _ in range(rounds):
@@ -458,7 +458,7 @@ def section_store(args, ref, work):
         total = n * rec
         os.sync()  # let writeback of the fresh files finish before anything is timed
         times = {name: {"rnd": [], "seq": []} for name in rows}
-        for name, r in rows.items():  # warm every path over the data once
+        for r in rows.values():  # warm every path over the data once
             _run(r, ref, seq_path, seq)
         for _ in range(rounds):
             for name, r in rows.items():
@@ -662,8 +662,8 @@ def section_transform(args, torch_side, work):
                 workers=workers, n=n,
             )
         else:
-            make = lambda: our_loader(DataLoader, DenseDataset, paths, transform, workers, kind)  # noqa: E731
-            loaders[(transform, kind)] = TimedLoader(make)
+            loaders[(transform, kind)] = TimedLoader(
+                lambda transform=transform, kind=kind: our_loader(DataLoader, DenseDataset, paths, transform, workers, kind))
             firsts[(transform, kind)] = loaders[(transform, kind)].first
     times = {case: [] for case in cases}
     cpus = {case: [] for case in cases}
@@ -677,7 +677,7 @@ def section_transform(args, torch_side, work):
                 times[(transform, kind)].append(rate)
                 cpus[(transform, kind)].append(cpu)
     finally:
-        for (transform, kind), loader in loaders.items():
+        for loader in loaders.values():
             loader.it.close()
         if torch_side:
             torch_side(op="close", name="augment-torch")
@@ -729,7 +729,7 @@ def section_many(args, work):
         os.sync()
         halves = [{"x": DenseDataset(many / f"part-{k}")} for k in (0, 1)]
 
-        def mix_rate():
+        def mix_rate(halves=halves):
             loader = DataLoader.mix(halves, [0.7, 0.3], num_workers=4, batch_size=BATCH, prefetch_size=4, seed=3)
             with loader:
                 for _ in range(5):

@@ -93,10 +93,10 @@ def sweep(args, work, limits, rec_shape, n, sizes):
         count = int(np.clip((24 if args.quick else 64) * MiB // (batch * rec), 5, 400))
         batches = np.stack([np.sort(rng.choice(n, batch, replace=False)) for _ in range(count)]).astype(np.uint64)
         rows = {
-            "ours": lambda: _timed(ours.__getitems__, batches),
-            "npy": lambda: _timed(flat.__getitem__, batches),
-            "1t": lambda: limits.times("gather", npy, batches, 1),
-            "2t": lambda: limits.times("gather", npy, batches, 2),
+            "ours": lambda batches=batches: _timed(ours.__getitems__, batches),
+            "npy": lambda batches=batches: _timed(flat.__getitem__, batches),
+            "1t": lambda batches=batches: limits.times("gather", npy, batches, 1),
+            "2t": lambda batches=batches: limits.times("gather", npy, batches, 2),
         }
         for f in rows.values():  # warm every path once
             f()

@@ -224,15 +224,15 @@ def section_arrow(args, work):
     for _ in range(rounds):
         for codec in ("raw", "zstd"):
             rows.setdefault(f"from_numpy, {codec}", []).append(
-                once(lambda: from_numpy(fresh("np"), images, codec=codec, progress=False)))
+                once(lambda codec=codec: from_numpy(fresh("np"), images, codec=codec, progress=False)))
             rows.setdefault(f"from_arrow (Table), {codec}", []).append(
-                once(lambda: from_arrow(fresh("tbl"), table, codec=codec, progress=False)))
+                once(lambda codec=codec: from_arrow(fresh("tbl"), table, codec=codec, progress=False)))
             rows.setdefault(f"from_arrow (Parquet file), {codec}", []).append(
-                once(lambda: from_arrow(fresh("pq"), parquet, codec=codec, progress=False)))
+                once(lambda codec=codec: from_arrow(fresh("pq"), parquet, codec=codec, progress=False)))
         rows.setdefault("pyarrow read_table (Parquet, uncompressed)", []).append(once(lambda: pq.read_table(parquet)))
         for codec in ("raw", "zstd"):
             ds = DenseDataset(work / f"out_{codec}")
-            rows.setdefault(f"Arrow out: pa.table(DenseDataset), {codec}", []).append(once(lambda: pa.table(ds)))
+            rows.setdefault(f"Arrow out: pa.table(DenseDataset), {codec}", []).append(once(lambda ds=ds: pa.table(ds)))
     for name, rs in rows.items():
         print(f"{name:<48} {median(rs):8.0f} MiB/s")
     print()

@@ -26,7 +26,6 @@ from pathlib import Path
 from statistics import median
 
 import numpy as np
-
 from http_proxy import Proxy
 from store_files import trimmed_files
 
@@ -203,7 +202,7 @@ def section_remote(args, work):
             c = __import__("boto3").client("s3", endpoint_url=proxy.url, **CREDS)
             t = time.perf_counter()
             with ThreadPoolExecutor(10) as pool:
-                list(pool.map(lambda i: c.get_object(Bucket="bench", Key="store/0.zr", Range=f"bytes={i * 4096}-{i * 4096 + RECORD - 1}")["Body"].read(), range(BATCH)))
+                list(pool.map(lambda i, c=c: c.get_object(Bucket="bench", Key="store/0.zr", Range=f"bytes={i * 4096}-{i * 4096 + RECORD - 1}")["Body"].read(), range(BATCH)))
             ceiling = BATCH / (time.perf_counter() - t)
             proxy.close()
 

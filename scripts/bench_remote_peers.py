@@ -125,8 +125,10 @@ def run_child(lib, args):
         for a in (f"--{k.replace('_', '-')}", str(v))]
     # Streaming keeps state in /dev/shm/NNNNNN_* (left behind if the run is killed) and leaves a
     # pair of /tmp/NNNNNN_*_filelock files after every run: remove what this run added.
-    shm = lambda: set(Path("/dev/shm").glob("[0-9]" * 6 + "_*")) | set(
-        Path(tempfile.gettempdir()).glob("[0-9]" * 6 + "_*_filelock"))
+    def shm():
+        return set(Path("/dev/shm").glob("[0-9]" * 6 + "_*")) | set(
+            Path(tempfile.gettempdir()).glob("[0-9]" * 6 + "_*_filelock"))
+
     before = shm()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, start_new_session=True, text=True)
     try:

@@ -28,10 +28,10 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from elftools.elf.elffile import ELFFile
 import macholib.mach_o as mach_o
-from macholib.MachO import MachO
 import pefile
+from elftools.elf.elffile import ELFFile
+from macholib.MachO import MachO
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "py" / "python" / "loaderx"

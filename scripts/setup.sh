@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 STEPS_demo="venv_demo"
-STEPS_all="venv_demo apt wasm_targets wasm_bindgen npm reference venv_test mypy azurite venv_ml"
+STEPS_all="venv_demo apt wasm_targets wasm_bindgen npm reference venv_test mypy ruff azurite venv_ml"
 
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO="sudo"; fi
@@ -108,6 +108,15 @@ mypy() {
   if [ "$(.venv/bin/python -c 'import mypy.stubtest, mypy.version; print(mypy.version.__version__)' 2>/dev/null)" != "$version" ]; then
     echo "setup: installing mypy $version into .venv"
     .venv/bin/pip install -q "mypy==$version"
+  fi
+}
+
+# ruff for `make lint` (the Python linter; config in py/pyproject.toml). Pinned like mypy.
+ruff() {
+  local version=0.17.5
+  if [ "$(.venv/bin/ruff --version 2>/dev/null)" != "ruff $version" ]; then
+    echo "setup: installing ruff $version into .venv"
+    .venv/bin/pip install -q "ruff==$version"
   fi
 }
 

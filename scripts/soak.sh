@@ -38,8 +38,8 @@ step corruption-py .venv/bin/python -m pytest -q py/tests/test_corruption_sweep.
 step corruption-js node --test js/test/corruption.test.mjs
 step concurrency env LOADERX_STRESS_APPENDS="$STRESS" cargo test --release -j"$JOBS" -p loaderx-native \
   --test concurrent_readers_see_whole_records -- --nocapture
-step properties-py .venv/bin/python -m pytest -q py/tests/test_bad_input_properties.py py/tests/test_bad_input.py
-step properties-js node --test js/test/bad_input_properties.test.mjs js/test/errors.test.mjs
+step properties-py .venv/bin/python -m pytest -q py/tests/test_properties_*.py py/tests/test_bad_input.py
+step properties-js node --test js/test/bad_input_*.test.mjs js/test/errors.test.mjs
 step fuzz ./scripts/fuzz_smoke.sh "$FUZZ_SECONDS"
 step miri env MIRIFLAGS=-Zmiri-disable-isolation PROPTEST_CASES=4 cargo +nightly miri test -j"$JOBS" \
   -p loaderx-core --lib -- format:: plan:: journal:: sampler:: stats:: view:: dtype:: schema::

@@ -119,11 +119,11 @@ impl StoreFile {
     /// The file's name inside the store directory.
     pub fn name(self) -> String {
         match self {
-            StoreFile::Meta => "meta.zr".into(),
-            StoreFile::Chunk(id) => format!("{id}.zr"),
-            StoreFile::Dict => "dict.zr".into(),
-            StoreFile::Schema => crate::schema::SCHEMA_FILE.into(),
-            StoreFile::Journal => crate::journal::JOURNAL_FILE.into(),
+            StoreFile::Meta => crate::open::META_FILE.into(),
+            StoreFile::Chunk(id) => crate::open::chunk_name(id),
+            StoreFile::Dict => crate::open::DICT_FILE.into(),
+            StoreFile::Schema => crate::open::SCHEMA_FILE.into(),
+            StoreFile::Journal => crate::open::JOURNAL_FILE.into(),
         }
     }
 }

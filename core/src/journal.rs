@@ -29,8 +29,8 @@ use crate::error::{Classify, ErrorKind, Location, StoreFile};
 use crate::format::{RecordLoc, ENTRY_SIZE};
 use crate::plan::{delete_swaps, PlanError};
 
-/// File name of the journal inside a store directory.
-pub const JOURNAL_FILE: &str = "delete.journal";
+/// File name of the journal inside a store directory (named in [`crate::open`]).
+pub use crate::open::JOURNAL_FILE;
 
 const MAGIC: [u8; 4] = *b"LXDJ";
 const VERSION: u16 = 1;
@@ -40,7 +40,7 @@ const SUM_LEN: usize = 8;
 
 /// A journal that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("delete journal is damaged: {0}")]
+#[error("delete.journal is damaged: {0}")]
 pub struct JournalError(&'static str);
 
 /// The outcome of one delete: the table after it, as far as it differs from the table before.

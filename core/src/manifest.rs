@@ -22,11 +22,18 @@
 //!
 //! No I/O here: front ends read and write the file (atomically: temporary file, fsync, rename)
 //! and open the stores.
+//!
+//! Store or manifest: every front end (native, Python, the CLI, JS and the viewer) asks
+//! [`identify`] what a location holds, from what it sees there ([`Seen`]): a file named
+//! `*.json` is a manifest, a directory holding `meta.zr` is a store (even when it also holds
+//! `manifest.json`), a directory holding only `manifest.json` is a manifest, and anything else
+//! is a typed error naming what was found.
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::error::{Classify, ErrorKind};
+use crate::open::META_FILE;
 use crate::schema::{Kind, Schema};
 
 /// The manifest's file name inside a dataset directory.
@@ -84,6 +91,92 @@ impl Classify for ManifestError {
                 ErrorKind::Argument
             }
         }
+    }
+}
+
+/// What a front end sees at a location before opening anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen<'a> {
+    /// Nothing is there.
+    Nothing,
+    /// A file (or an object whose name says it is one): its name, the path's last part.
+    File {
+        /// The file's name.
+        name: &'a str,
+    },
+    /// A directory (or a URL prefix, or a set of files by name), and which of the two files
+    /// that decide it holds.
+    Directory {
+        /// Whether it holds `meta.zr`.
+        store: bool,
+        /// Whether it holds `manifest.json`.
+        manifest: bool,
+    },
+}
+
+/// What a location holds, as [`identify`] answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holds {
+    /// A store: open the location as a store directory.
+    Store,
+    /// A manifest, the location itself being the file.
+    ManifestFile,
+    /// A manifest, the file [`MANIFEST_FILE`] inside the location.
+    ManifestInside,
+}
+
+/// Why a location is neither a store nor a manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum IdentifyError {
+    /// Nothing is there.
+    #[error("nothing is there")]
+    Missing,
+    /// A store's own `meta.zr` rather than its directory.
+    #[error("it is a store's meta.zr; open the directory that holds it")]
+    StoreFile,
+    /// A file that is not a manifest.
+    #[error("it is a file ({name}); open a store's directory or a manifest (.json)")]
+    OtherFile {
+        /// The file's name.
+        name: String,
+    },
+    /// A directory holding neither file.
+    #[error("it holds neither meta.zr (a store) nor manifest.json (a manifest)")]
+    Neither,
+}
+
+impl Classify for IdentifyError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            IdentifyError::Missing => ErrorKind::NotFound,
+            IdentifyError::StoreFile | IdentifyError::OtherFile { .. } => ErrorKind::Argument,
+            IdentifyError::Neither => ErrorKind::NotAStore,
+        }
+    }
+}
+
+/// Whether a URL's or path's last part names a file [`identify`] decides on by name alone
+/// (`meta.zr` or a `.json` file), so that a front end that cannot list a location (HTTP) knows
+/// it need not look inside it.
+pub fn names_a_file(name: &str) -> bool {
+    name == META_FILE || is_manifest_name(name)
+}
+
+fn is_manifest_name(name: &str) -> bool {
+    name.len() > ".json".len() && name.to_ascii_lowercase().ends_with(".json")
+}
+
+/// Store or manifest: what a location holds, given what is seen there. See the module docs.
+pub fn identify(seen: Seen<'_>) -> Result<Holds, IdentifyError> {
+    match seen {
+        Seen::Nothing => Err(IdentifyError::Missing),
+        Seen::File { name } if is_manifest_name(name) => Ok(Holds::ManifestFile),
+        Seen::File { name } if name == META_FILE => Err(IdentifyError::StoreFile),
+        Seen::File { name } => Err(IdentifyError::OtherFile { name: name.to_owned() }),
+        Seen::Directory { store: true, .. } => Ok(Holds::Store),
+        Seen::Directory { manifest: true, .. } => Ok(Holds::ManifestInside),
+        Seen::Directory { .. } => Err(IdentifyError::Neither),
     }
 }
 
@@ -347,6 +440,25 @@ mod tests {
             m.check_store(0, 3, Some(&dense("<f4", &[1]))),
             Err(ManifestError::Mismatch { .. })
         ));
+    }
+
+    #[test]
+    fn a_location_is_a_store_a_manifest_or_a_named_error() {
+        let dir = |store, manifest| identify(Seen::Directory { store, manifest });
+        assert_eq!(dir(true, false), Ok(Holds::Store));
+        assert_eq!(dir(true, true), Ok(Holds::Store), "a store's own directory stays a store");
+        assert_eq!(dir(false, true), Ok(Holds::ManifestInside));
+        assert_eq!(dir(false, false), Err(IdentifyError::Neither));
+        for name in ["manifest.json", "parts.JSON"] {
+            assert_eq!(identify(Seen::File { name }), Ok(Holds::ManifestFile), "{name}");
+        }
+        assert_eq!(identify(Seen::File { name: "meta.zr" }), Err(IdentifyError::StoreFile));
+        let e = identify(Seen::File { name: "x.npy" }).unwrap_err();
+        assert!(e.to_string().contains("x.npy") && e.kind() == ErrorKind::Argument, "{e}");
+        assert_eq!(identify(Seen::File { name: ".json" }).map_err(|e| e.kind()), Err(ErrorKind::Argument));
+        assert_eq!(identify(Seen::Nothing).map_err(|e| e.kind()), Err(ErrorKind::NotFound));
+        assert_eq!(dir(false, false).map_err(|e| e.kind()), Err(ErrorKind::NotAStore));
+        assert!(names_a_file("meta.zr") && names_a_file("m.json") && !names_a_file("part-0"));
     }
 
     #[test]

@@ -21,8 +21,8 @@ use thiserror::Error;
 
 pub use crate::dtype::{ByteOrder, DKind, DType, MAX_ITEMSIZE};
 
-/// The schema's file name in a store directory.
-pub const SCHEMA_FILE: &str = "schema.msgpack";
+/// The schema's file name in a store directory (named in [`crate::open`]).
+pub use crate::open::SCHEMA_FILE;
 /// The `format` value of every loaderx schema.
 pub const FORMAT: &str = "loaderx-zrecord";
 /// The `version` value written by [`Schema::new`] and [`Schema::merge_user`].

@@ -157,6 +157,14 @@ export interface VerifyOptions {
   batchSize?: number;
 }
 
+/** What `Store.open` gives for a manifest: a store's API over the stores it lists, read as one
+ *  (`header` holds only the stores' format `version` and the `length`). */
+export interface ManifestStoreApi extends Omit<StoreApi, 'header'> {
+  readonly header: { version: number; length: number };
+  /** The stores as listed, in order. */
+  readonly stores: { path: string; length: number }[];
+}
+
 /** The API of an open store (on this thread or, in a browser, hosted in a worker). */
 export interface StoreApi {
   /** Live records. */

@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { JS_DIR, removeDir, tempDir } from './helpers/common.mjs';
+import { skipUnlessRequired } from './helpers/require_all.mjs';
 
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
@@ -42,7 +43,7 @@ test('npm pack without pkg/ fails, saying it needs make js-build', async () => {
 
 test('with the wasm build in pkg/, the check passes and npm pack makes the tarball', async (t) => {
   if (!existsSync(join(JS_DIR, 'pkg/threads/loaderx_wasm_bg.wasm'))) {
-    t.skip('no wasm build in js/pkg (make js-build)');
+    skipUnlessRequired(t, 'no wasm build in js/pkg (make js-build)');
     return;
   }
   const dir = tempDir('loaderx-pack-');

@@ -17,9 +17,9 @@ import { join } from 'node:path';
 import { Store } from '../src/node.js';
 import { byteBatches, range, sha256 } from './helpers/common.mjs';
 import { assertSameArray, tailShape, toTyped, viewOf } from './helpers/dtype.mjs';
+import { skipUnlessRequired } from './helpers/require_all.mjs';
 
 const ROOT = process.env.LOADERX_EXPORT_STORES;
-const REQUIRED = process.env.LOADERX_REQUIRE_PY_STORES === '1';
 
 /** The exported stores: directories `<root>/<test>/<n>` holding an expected.json. */
 function exportedStores(root) {
@@ -46,8 +46,7 @@ if (!ROOT || stores.length === 0) {
     ? 'LOADERX_EXPORT_STORES is not set: run the Python tests with LOADERX_EXPORT_STORES=<dir> first and pass the same variable here'
     : `no exported stores under LOADERX_EXPORT_STORES=${ROOT}`;
   test('stores written by the Python tests', (t) => {
-    if (REQUIRED) assert.fail(`${why} (LOADERX_REQUIRE_PY_STORES=1)`);
-    t.skip(why);
+    skipUnlessRequired(t, why, ['LOADERX_REQUIRE_PY_STORES']);
   });
 } else {
   describe(`stores written by the Python tests (${stores.length} under ${ROOT})`, () => {

@@ -8,6 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Sampler } from '../src/node.js';
 import { FIXTURES, REPO, range } from './helpers/common.mjs';
+import { required, skipUnlessRequired } from './helpers/require_all.mjs';
 
 const recording = JSON.parse(readFileSync(join(FIXTURES, 'sampler.json'), 'utf8'));
 const MODES = { SEQUENTIAL: 0, IID: 1, CYCLIC: 2 };
@@ -70,7 +71,7 @@ describe('IID and CYCLIC equal the Python sampler', () => {
   before(() => {
     if (!existsSync(PYTHON)) {
       missing = `no Python with loaderx at ${PYTHON} (set LOADERX_PYTHON)`;
-      if (process.env.LOADERX_REQUIRE_PY === '1') throw new Error(`${missing} and LOADERX_REQUIRE_PY=1`);
+      if (required(['LOADERX_REQUIRE_PY'])) throw new Error(`${missing} (LOADERX_REQUIRE_ALL or LOADERX_REQUIRE_PY=1)`);
       return;
     }
     const env = { ...process.env };
@@ -82,7 +83,7 @@ describe('IID and CYCLIC equal the Python sampler', () => {
   PY_CASES.forEach((c, n) => {
     const name = `${Object.keys(MODES)[c.mode]} length ${c.length}, batch ${c.batch}, seed ${c.seed}`;
     test(name, (t) => {
-      if (missing) return t.skip(missing);
+      if (missing) return skipUnlessRequired(t, missing, ['LOADERX_REQUIRE_PY']);
       const s = new Sampler(c.length, c.batch, c.mode, BigInt(c.seed));
       c.steps.forEach((step, k) => {
         assert.deepEqual(list(s.batchAt(BigInt(step))), py[n][k], `batchAt(${step})`);

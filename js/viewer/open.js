@@ -1,8 +1,10 @@
 // Opening stores: from a URL, a directory handle (showDirectoryPicker), picked files
-// (<input webkitdirectory>) or a drop. Every store is hosted in the package's Web Worker, with the
+// (<input webkitdirectory>) or a drop. A manifest (a folder holding manifest.json, or its URL)
+// opens as one dataset over its stores. Every store is hosted in the package's Web Worker, with the
 // threaded build when the page is cross-origin isolated; readable messages for every failure.
 import { Store, filesFromDataTransfer, BlobSource } from '../src/browser.js';
 import { redactUrl } from '../src/redact.js';
+import { pickedFiles } from '../src/manifest.js';
 
 /**
  * What the viewer opens: a URL, a directory handle, picked files, or the store of a drop.
@@ -52,16 +54,46 @@ export async function openStore(what) {
     source = abs.href;
   } else if (globalThis.FileSystemDirectoryHandle && what instanceof FileSystemDirectoryHandle) {
     label = what.name;
+    // A folder holding a manifest and no store of its own: its files by relative path.
+    const files = await manifestFiles(what);
+    if (files) source = /** @type {any} */ (files);
   } else if (what instanceof BlobSource) {
     label = what.label;
   } else {
-    // Files from an input: find the store among them here, so the label is the store folder.
-    const found = BlobSource.fromFiles(/** @type {FileList | File[]} */ (what));
-    source = found;
-    label = found.label;
+    // Files from an input: a manifest above every store is opened as one dataset; else the
+    // store among them is found here, so the label is the store folder.
+    const picked = pickedFiles(/** @type {FileList | File[]} */ (what));
+    if (picked) {
+      source = /** @type {FileList | File[]} */ (what);
+      label = picked.dir;
+    } else {
+      const found = BlobSource.fromFiles(/** @type {FileList | File[]} */ (what));
+      source = found;
+      label = found.label;
+    }
   }
   const store = await Store.open(source, openOptions());
   return { store, label: prettyLabel(label), short: shortLabel(label), url, shown, href: typeof source === 'string' ? source : null };
+}
+
+/**
+ * The files under a directory handle by relative path, when it holds `manifest.json` and no
+ * `meta.zr` (a manifest); else null.
+ * @param {FileSystemDirectoryHandle} handle
+ * @returns {Promise<Map<string, File> | null>}
+ */
+async function manifestFiles(handle) {
+  const has = async (name) => handle.getFileHandle(name).then(() => true, () => false);
+  if ((await has('meta.zr')) || !(await has('manifest.json'))) return null;
+  const files = new Map();
+  const walk = async (/** @type {any} */ dir, /** @type {string} */ prefix) => {
+    for await (const entry of dir.values()) {
+      if (entry.kind === 'file') files.set(prefix + entry.name, await entry.getFile());
+      else await walk(entry, `${prefix}${entry.name}/`);
+    }
+  };
+  await walk(handle, '');
+  return files;
 }
 
 /** A store named by `loaderx-view` (a URL with secrets it keeps out of the address bar). */
@@ -183,7 +215,7 @@ const TITLES = {
 
 /** @type {Record<string, string>} */
 const HINTS = {
-  LOADERX_NOT_FOUND: 'A store is a directory holding meta.zr (and 0.zr, schema.msgpack, ...). Check the URL or pick the store directory itself.',
+  LOADERX_NOT_FOUND: 'A store is a directory holding meta.zr (and 0.zr, schema.msgpack, ...); a manifest is a manifest.json listing stores. Check the URL or pick the store (or manifest) directory itself.',
   LOADERX_NOT_A_STORE: 'meta.zr does not start like a loaderx store. The directory may hold something else, or the file is damaged.',
   LOADERX_CORRUPT: 'Some bytes of the store are missing or damaged. Records that still read are shown; "Verify" in the overview lists every bad record.',
   LOADERX_NO_RANGE: 'The viewer reads stores with HTTP Range requests, so a 4 GiB chunk is never downloaded whole. Serve the store with `npx loaderx-view PATH` (or `make viewer STORE=PATH`), or any server with byte-range support.',

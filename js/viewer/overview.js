@@ -99,7 +99,7 @@ export class Overview {
         : `Web Worker with the plain wasm build${globalThis.crossOriginIsolated ? '' : '; serve the page with COOP/COEP headers for the threaded build'}`,
     });
     const cards = {
-      records: card('Records', fmtInt(store.length), { k: 'records', v: store.length, sub: `format v${store.header.version}` }),
+      records: card('Records', fmtInt(store.length), { k: 'records', v: store.length, sub: storesLine(store) }),
       disk: card('Files', pending('…'), { k: 'apparent-bytes', v: '' }),
       ratio: card('Compression', pending('…'), { k: 'compression', v: '' }),
       reclaim: card('Reclaimable', pending('…'), { k: 'reclaimable', v: '' }),
@@ -241,4 +241,15 @@ export class Overview {
     const hist = histogramOf([{ values: all }], { lo: min, hi: max, integer: true, bins: 48 });
     drawHistogram(canvas, hist, { tip, unit: 'records' });
   }
+}
+
+/**
+ * The records card's line: the format version, and for a manifest how many stores it reads as
+ * one.
+ * @param {any} store
+ */
+export function storesLine(store) {
+  const n = Array.isArray(store.stores) ? store.stores.length : 0;
+  const format = `format v${store.header.version}`;
+  return Array.isArray(store.stores) ? `${format} · one dataset read from ${n} store${n === 1 ? '' : 's'} (manifest)` : format;
 }

@@ -3,13 +3,13 @@
 //!
 //! Invariants:
 //! * A store's files are `meta.zr`, chunk files `<id>.zr` (`id` in decimal, no leading
-//!   zeros required), `dict.zr`, `schema.msgpack` and, during a delete, `delete.journal`. Every
-//!   path is built here.
+//!   zeros required), `dict.zr`, `schema.msgpack` and, during a delete, `delete.journal`, named
+//!   by core's open protocol (`loaderx_core::open`). Every local path is built here.
 //! * Whole-file replacements (`meta.zr` at creation, `dict.zr`, `schema.msgpack`) are written to
 //!   `<name>.tmp` through the I/O seam, synced, and renamed into place, so the file appears
 //!   whole or not at all. A failed replacement removes its `.tmp` and leaves the old file.
 //! * Nothing read from a file is allocated before its size is checked (`dict.zr` is capped at
-//!   [`MAX_DICT_BYTES`]).
+//!   [`MAX_SIDE_BYTES`]).
 //! * Opening `meta.zr` for writing takes the store's one writer lock ([`Error::Locked`] when
 //!   another handle or process holds it) and validates the header before anything is written.
 
@@ -19,29 +19,26 @@ use std::path::{Path, PathBuf};
 
 use loaderx_core::codec::Dictionary;
 use loaderx_core::format::{Header, CHUNK_SIZE, HEADER_SIZE, META_FULL_SIZE};
-use loaderx_core::journal::JOURNAL_FILE;
-use loaderx_core::schema::{Schema, SCHEMA_FILE};
+use loaderx_core::open::{self, DICT_FILE, JOURNAL_FILE, MAX_SIDE_BYTES, META_FILE, SCHEMA_FILE};
+use loaderx_core::schema::Schema;
 
 use crate::error::{Error, Result};
 use crate::io;
 use crate::map::{ChunkMap, MetaMap};
 
-/// Largest `dict.zr` a store will load.
-const MAX_DICT_BYTES: u64 = 64 << 20;
-
 /// `meta.zr` in `dir`.
 pub(crate) fn meta_path(dir: &Path) -> PathBuf {
-    dir.join("meta.zr")
+    dir.join(META_FILE)
 }
 
 /// Chunk file `id` in `dir`.
 pub(crate) fn chunk_path(dir: &Path, id: u16) -> PathBuf {
-    dir.join(format!("{id}.zr"))
+    dir.join(open::chunk_name(id))
 }
 
 /// `dict.zr` in `dir`.
 pub(crate) fn dict_path(dir: &Path) -> PathBuf {
-    dir.join("dict.zr")
+    dir.join(DICT_FILE)
 }
 
 /// `delete.journal` in `dir`.
@@ -57,7 +54,7 @@ pub(crate) fn tmp_path(path: &Path) -> PathBuf {
 }
 
 fn is_chunk_name(name: &str) -> bool {
-    name.strip_suffix(".zr").is_some_and(|stem| !stem.is_empty() && stem.bytes().all(|b| b.is_ascii_digit()))
+    open::chunk_id(name).is_some()
 }
 
 /// Writes `bytes` to `path` whole: to `path.tmp` (grown to `len` when that is larger), synced,
@@ -111,7 +108,7 @@ pub(crate) fn load_dict(dir: &Path) -> Result<Option<Dictionary>> {
         Err(e) => return Err(Error::io("open", &path)(e)),
     };
     let len = file.metadata().map_err(Error::io("stat", &path))?.len();
-    if len > MAX_DICT_BYTES {
+    if len > MAX_SIDE_BYTES {
         return Err(Error::corrupt(
             &path,
             format!("{len} bytes is larger than any dictionary loaderx writes"),
@@ -127,7 +124,7 @@ pub(crate) fn create_store(dir: &Path) -> Result<()> {
     let has_store_files = fs::read_dir(dir)
         .map_err(Error::io("list", dir))?
         .filter_map(|e| e.ok())
-        .any(|e| e.file_name().to_str().is_some_and(|n| n == "dict.zr" || is_chunk_name(n)));
+        .any(|e| e.file_name().to_str().is_some_and(|n| n == DICT_FILE || is_chunk_name(n)));
     if has_store_files {
         return Err(Error::corrupt(
             meta_path(dir),

@@ -15,7 +15,10 @@
 //!   and, within a handle, exclusive access (`gate`) while applying, so no reader sees the
 //!   entries change.
 //! * A journal that does not apply to the table's length, or does not parse, is corrupt data
-//!   naming `delete.journal`; nothing is written then.
+//!   naming `delete.journal` (core's journal rule, `loaderx_core::open`); nothing is written
+//!   then.
+//! * A handle that cannot write (locked by a live writer, or read-only) never replays on disk:
+//!   it reads through [`overlay`], the finished deletion in memory.
 
 use std::fs;
 use std::io::ErrorKind;
@@ -23,54 +26,49 @@ use std::path::Path;
 
 use loaderx_core::format::{entry_offset, META_FULL_SIZE};
 use loaderx_core::journal::DeleteJournal;
+use loaderx_core::open::{self, Overlay};
 
 use crate::error::{Error, Result};
 use crate::files::{self, journal_path, meta_path};
 use crate::io;
 use crate::map::MetaMap;
 
-/// Called by `open` when `delete.journal` exists: unless a live writer holds the lock (its
-/// delete is still running) or the files are read-only, finishes the delete a crash interrupted,
-/// then lets go of the lock. When it cannot finish it, returns the journal, for the reader to
-/// apply in memory (the store then reads as the finished deletion).
-pub(crate) fn recover_interrupted_delete(dir: &Path) -> Result<Option<DeleteJournal>> {
+/// Called by `open` when `delete.journal` exists: finishes the delete a crash interrupted and
+/// lets go of the lock, and returns `true`; or, when it cannot write (a live writer holds the
+/// lock, so its delete is still running, or the files or the file system are read-only),
+/// returns `false` and leaves the journal for [`overlay`] to apply in memory.
+pub(crate) fn recover_interrupted_delete(dir: &Path) -> Result<bool> {
     let (_file, meta, _) = match files::open_meta_for_writing(dir) {
         Ok(opened) => opened,
-        Err(Error::Locked(_)) => return read(dir),
+        Err(Error::Locked(_)) => return Ok(false),
         Err(Error::Io { source, .. })
             if matches!(source.kind(), ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem) =>
         {
-            return read(dir)
+            return Ok(false)
         }
         Err(e) => return Err(e),
     };
     finish(dir, &meta)?;
-    Ok(None)
+    Ok(true)
 }
 
-/// A delete journal found at open that no writer could finish, as the overlay to read through
-/// (the finished deletion): it must apply to the table's `length`, or the store in `at` is
-/// corrupt.
-pub(crate) fn overlay(at: &Path, journal: DeleteJournal, length: u32) -> Result<DeleteJournal> {
-    if journal.applies_to(length) {
-        return Ok(journal);
-    }
-    Err(Error::corrupt(
-        at.join(loaderx_core::journal::JOURNAL_FILE),
-        format!(
-            "it records a delete from {} to {} records, but the table holds {length}",
-            journal.old_length, journal.new_length
-        ),
-    ))
-}
-
-/// The journal in `dir`, parsed; `None` when there is none (a writer finished it meanwhile).
-fn read(dir: &Path) -> Result<Option<DeleteJournal>> {
+/// The journal rule in memory (`loaderx_core::open::Overlay`) for a table of `table_length`
+/// entries, for a handle that could not finish the delete on disk. No journal (a live writer
+/// finished and removed it meanwhile) is an empty overlay, and so is a journal that no longer
+/// applies once it is gone; a journal still there that does not parse or apply is corrupt data
+/// naming `delete.journal`.
+pub(crate) fn overlay(dir: &Path, table_length: u32) -> Result<Overlay> {
     let path = journal_path(dir);
-    match fs::read(&path) {
-        Ok(bytes) => DeleteJournal::parse(&bytes).map(Some).map_err(|e| Error::classified(dir, e)),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io("read", &path)(e)),
+    let bytes = match fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Overlay::default()),
+        Err(e) => return Err(Error::io("read", &path)(e)),
+    };
+    match Overlay::parse(&bytes, table_length) {
+        Ok(overlay) => Ok(overlay),
+        // A live writer finished this delete and changed the table since it was read.
+        Err(_) if !path.exists() => Ok(Overlay::default()),
+        Err(e) => Err(Error::classified(dir, e)),
     }
 }
 
@@ -106,16 +104,8 @@ pub(crate) fn commit(dir: &Path, journal: &DeleteJournal) -> Result<()> {
 /// Writes the journal's entries and publishes its length (in memory; [`settle`] makes it
 /// durable).
 pub(crate) fn apply(dir: &Path, meta: &MetaMap, journal: &DeleteJournal) -> Result<()> {
-    let length = meta.length();
-    if !journal.applies_to(length) {
-        return Err(Error::corrupt(
-            journal_path(dir),
-            format!(
-                "it records a delete from {} to {} records, but the table holds {length}",
-                journal.old_length, journal.new_length
-            ),
-        ));
-    }
+    // The same journal rule as every reader's (`loaderx_core::open`).
+    open::check_applies(journal, meta.length()).map_err(|e| Error::classified(dir, e))?;
     for (index, loc) in &journal.entries {
         let index = u64::from(*index);
         // Exclusive access (see the module docs): no reader reads these entries now.

@@ -70,7 +70,7 @@ pub use loaderx_core::error::{Classify, ErrorKind, Location, StoreFile};
 pub use loaderx_core::format::{Codec, Header, RecordLoc};
 pub use loaderx_core::schema::{Layout, Schema};
 pub use location::{check_writable, is_url};
-pub use many::{commit, read_manifest, write_manifest, Many};
+pub use many::{commit, identify, read_manifest, write_manifest, Found, Many};
 pub use options::{CacheConfig, RemoteOptions};
 pub use store::{OpenOptions, Stats, Store, VerifyReport};
 

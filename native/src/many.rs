@@ -17,7 +17,7 @@
 
 use std::path::{Path, PathBuf};
 
-use loaderx_core::manifest::{self, Manifest};
+use loaderx_core::manifest::{self, Holds, Manifest, Seen, MANIFEST_FILE};
 use loaderx_core::schema::{Layout, Schema};
 use rayon::prelude::*;
 
@@ -26,6 +26,42 @@ use crate::location::is_url;
 use crate::options::RemoteOptions;
 use crate::reader::{check_offsets, check_pieces, decode_planned, fixed_layout, rows_at, split_dst};
 use crate::store::Store;
+use crate::{Stats, VerifyReport};
+
+/// What a location holds: a store (open it as one) or a manifest (its file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Found {
+    /// A store directory or URL.
+    Store(String),
+    /// The manifest file to read.
+    Manifest(PathBuf),
+}
+
+/// Store or manifest: looks at `location` and asks [`manifest::identify`]. A URL is a store
+/// (manifests are local files); a local path that is neither is the core's typed error.
+pub fn identify(location: &str) -> Result<Found> {
+    if is_url(location) {
+        return Ok(Found::Store(location.to_owned()));
+    }
+    let path = Path::new(location);
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let seen = match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Seen::Nothing,
+        Err(e) => return Err(Error::io("inspect", path)(e)),
+        Ok(meta) if meta.is_dir() => Seen::Directory {
+            store: path.join(loaderx_core::open::META_FILE).exists(),
+            manifest: path.join(MANIFEST_FILE).is_file(),
+        },
+        Ok(_) => Seen::File { name: &name },
+    };
+    match manifest::identify(seen) {
+        Ok(Holds::Store) => Ok(Found::Store(location.to_owned())),
+        Ok(Holds::ManifestFile) => Ok(Found::Manifest(path.to_owned())),
+        Ok(Holds::ManifestInside) => Ok(Found::Manifest(path.join(MANIFEST_FILE))),
+        Err(manifest::IdentifyError::Missing) => Err(Error::NotFound(path.to_owned())),
+        Err(e) => Err(Error::classified(path, e)),
+    }
+}
 
 /// Reads the manifest at `path`.
 pub fn read_manifest(path: &Path) -> Result<Manifest> {
@@ -39,7 +75,12 @@ pub fn read_manifest(path: &Path) -> Result<Manifest> {
 /// Replaces the manifest at `path` atomically.
 pub fn write_manifest(path: &Path, manifest: &Manifest) -> Result<()> {
     crate::files::replace(path, &manifest.to_json(), 0)?;
-    crate::io::sync_dir(path.parent().unwrap_or(Path::new(".")))
+    crate::io::sync_dir(directory_of(path))
+}
+
+/// The directory a manifest file is in (`.` for a bare file name, whose parent is empty).
+fn directory_of(path: &Path) -> &Path {
+    path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
 }
 
 /// Where a listed store is: URLs and absolute paths as they are, relative paths from the
@@ -48,8 +89,7 @@ fn resolve(manifest_path: &Path, listed: &str) -> String {
     if is_url(listed) || Path::new(listed).is_absolute() {
         return listed.to_owned();
     }
-    let dir = manifest_path.parent().unwrap_or(Path::new("."));
-    dir.join(listed).to_string_lossy().into_owned()
+    directory_of(manifest_path).join(listed).to_string_lossy().into_owned()
 }
 
 /// Adds `stores` (paths as they should be listed: relative to the manifest's directory,
@@ -130,6 +170,43 @@ impl Many {
     /// True when the stores hold no records.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The stores, open, in the manifest's order.
+    pub fn stores(&self) -> &[Store] {
+        &self.stores
+    }
+
+    /// Global index of each store's first record, plus the total at the end.
+    pub fn offsets(&self) -> &[u64] {
+        &self.offsets
+    }
+
+    /// The stores' usage, added up (`chunk_bytes` and `reclaimable` are sums over the stores).
+    pub fn stats(&self) -> Result<Stats> {
+        let all: Vec<Stats> = self.stores.par_iter().map(Store::stats).collect::<Result<_>>()?;
+        Ok(all.iter().fold(Stats::default(), |t, s| Stats {
+            records: t.records + s.records,
+            live_bytes: t.live_bytes + s.live_bytes,
+            logical_bytes: t.logical_bytes + s.logical_bytes,
+            chunk_bytes: t.chunk_bytes + s.chunk_bytes,
+            reclaimable: t.reclaimable + s.reclaimable,
+        }))
+    }
+
+    /// Verifies every store in turn (as [`crate::Store::verify`]), reporting bad records by
+    /// global index; `progress(done, total)` counts over all stores.
+    pub fn verify(&self, mut progress: impl FnMut(u64, u64)) -> VerifyReport {
+        let total = self.len();
+        let mut report = VerifyReport { checked: 0, bad: Vec::new(), unlisted: 0 };
+        for (store, &first) in self.stores.iter().zip(&self.offsets) {
+            let one = store.verify(|done, _| progress(first + done, total));
+            report.checked += one.checked;
+            report.bad.extend(one.bad.into_iter().map(|(i, why)| (first + i, why)));
+            report.unlisted += one.unlisted;
+        }
+        progress(total, total);
+        report
     }
 
     /// `indices` checked against the total, split by store.
@@ -246,5 +323,33 @@ impl Many {
         let (rows, layout) = rows_at(indices, dst, positions, stride)?;
         let parts = self.split(indices)?;
         self.gather_split(parts, rows, Some(layout))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_manifest_name_is_in_the_current_directory() {
+        assert_eq!(directory_of(Path::new("manifest.json")), Path::new("."));
+        assert_eq!(directory_of(Path::new("d/m.json")), Path::new("d"));
+        assert_eq!(resolve(Path::new("manifest.json"), "p0"), "./p0");
+    }
+
+    #[test]
+    fn identify_answers_from_what_the_path_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let at = |p: &Path| identify(&p.to_string_lossy());
+        assert!(matches!(at(&root.join("none")), Err(Error::NotFound(_))));
+        assert!(matches!(at(root), Err(Error::NotAStore { .. })), "an empty directory is neither");
+        std::fs::write(root.join(MANIFEST_FILE), b"{}").unwrap();
+        assert_eq!(at(root).unwrap(), Found::Manifest(root.join(MANIFEST_FILE)));
+        assert_eq!(at(&root.join(MANIFEST_FILE)).unwrap(), Found::Manifest(root.join(MANIFEST_FILE)));
+        std::fs::write(root.join("meta.zr"), b"").unwrap();
+        assert_eq!(at(root).unwrap(), Found::Store(root.to_string_lossy().into_owned()));
+        assert!(matches!(at(&root.join("meta.zr")), Err(Error::BadArgument(_))));
+        assert_eq!(identify("s3://b/x").unwrap(), Found::Store("s3://b/x".into()));
     }
 }

@@ -15,15 +15,16 @@
 //! * Nothing reaches the caller's buffer before steps 1 to 3 passed for every record: a failed
 //!   check leaves the buffer untouched. A failure while decoding (damaged bytes) may leave
 //!   records decoded before it; the call still fails, never reports a wrong record as good.
-//! * A journal overlay is the finished deletion: length `new_length`, the journal's entries in
-//!   place of the table's. It is applied only while no writer of this handle exists (a writer
-//!   finishes the journal on disk when it opens, see `journal.rs`).
+//! * A delete journal this handle could not finish on disk is read through core's journal rule
+//!   (`loaderx_core::open::Overlay`): length `new_length`, the journal's entries in place of the
+//!   table's. It stands while this handle has no writer (a writer finishes the journal on disk
+//!   when it opens, see `journal.rs`) and while the table's length is one it applies to.
 
 use std::path::{Path, PathBuf};
 
 use loaderx_core::codec::{Decoder, Dictionary};
 use loaderx_core::format::{entry_offset, Header, RecordLoc, MAX_RECORD_LEN};
-use loaderx_core::journal::DeleteJournal;
+use loaderx_core::open::{chunk_name, Overlay, META_FILE};
 use loaderx_core::read::{self, GatherPlan, PlanRules, ReadError, ReadRange, Slot};
 use loaderx_core::schema::{Kind, Layout, Schema};
 use loaderx_core::stats::Stats;
@@ -59,10 +60,10 @@ pub struct VerifyReport {
     pub unlisted: u64,
 }
 
-/// A delete journal applied in memory (see the module docs).
+/// A delete journal applied in memory (core's journal rule, see the module docs).
 #[derive(Debug)]
-struct Overlay {
-    journal: DeleteJournal,
+struct Applied {
+    overlay: Overlay,
     /// Cleared when this handle's writer finished the journal on disk.
     live: AtomicBool,
 }
@@ -73,7 +74,7 @@ pub(crate) struct Reader {
     source: Arc<dyn ChunkSource>,
     /// Where errors say the store is (a directory, or a URL without its secrets).
     at: PathBuf,
-    overlay: Option<Overlay>,
+    overlay: Option<Applied>,
 }
 
 /// One record of a gather: its slot in the plan and its destination.
@@ -99,11 +100,11 @@ impl std::fmt::Debug for Planned<'_, '_> {
 }
 
 impl Reader {
-    /// A reader over `source`, with `journal` (a delete journal found at open that applies to
-    /// the table) applied in memory.
-    pub(crate) fn new(source: Arc<dyn ChunkSource>, journal: Option<DeleteJournal>) -> Reader {
+    /// A reader over `source`, with `overlay` (a delete journal found at open that this handle
+    /// could not finish on disk; empty when there is none) applied in memory.
+    pub(crate) fn new(source: Arc<dyn ChunkSource>, overlay: Overlay) -> Reader {
         let at = PathBuf::from(source.shown());
-        let overlay = journal.map(|journal| Overlay { journal, live: AtomicBool::new(true) });
+        let overlay = (!overlay.is_empty()).then(|| Applied { overlay, live: AtomicBool::new(true) });
         Reader { source, at, overlay }
     }
 
@@ -124,16 +125,22 @@ impl Reader {
         }
     }
 
-    fn overlay(&self) -> Option<&DeleteJournal> {
-        self.overlay.as_ref().filter(|o| o.live.load(Ordering::Acquire)).map(|o| &o.journal)
+    /// The journal applied in memory, while it stands: this handle has not finished it on
+    /// disk, and the table's length is one it applies to (a writer elsewhere may have moved on).
+    fn overlay(&self, table_length: u32) -> Option<&Overlay> {
+        let applied = self.overlay.as_ref().filter(|a| a.live.load(Ordering::Acquire))?;
+        applied.overlay.journal().filter(|j| j.applies_to(table_length))?;
+        Some(&applied.overlay)
+    }
+
+    /// A table header with the journal rule applied.
+    fn effective(&self, header: Header) -> Header {
+        self.overlay(header.length).map_or(header, |o| o.header(header))
     }
 
     /// The length a view shows, after the journal.
     fn length_of(&self, view: &dyn View) -> u64 {
-        match self.overlay() {
-            Some(j) => u64::from(j.new_length),
-            None => u64::from(view.header().length),
-        }
+        u64::from(self.effective(view.header()).length)
     }
 
     /// Number of live records.
@@ -143,11 +150,7 @@ impl Reader {
 
     /// A snapshot of the header (its length after the journal).
     pub(crate) fn header(&self) -> Header {
-        let mut header = self.source.header();
-        if let Some(j) = self.overlay() {
-            header.length = j.new_length;
-        }
-        header
+        self.effective(self.source.header())
     }
 
     /// True if the store has a dictionary.
@@ -168,21 +171,37 @@ impl Reader {
     /// Table entries of `indices` checked against the length, overlaid by the journal, each
     /// `None` where `meta.zr` ends first.
     fn raw_entries(&self, view: &dyn View, indices: &[u64]) -> Result<Vec<(u64, RecordLoc)>> {
-        read::check_indices(indices, self.length_of(view)).map_err(|e| match e {
+        let table_length = view.header().length;
+        let overlay = self.overlay(table_length);
+        let length = overlay.map_or(table_length, |o| o.length(table_length));
+        read::check_indices(indices, u64::from(length)).map_err(|e| match e {
             ReadError::Index { index, length } => Error::IndexOutOfRange { index, length },
             other => Error::classified(&self.at, other),
         })?;
-        let found = view.entries(indices)?;
-        let journal = self.overlay();
+        let Some(overlay) = overlay else {
+            let found = view.entries(indices)?;
+            return indices
+                .iter()
+                .zip(found)
+                .map(|(&index, loc)| {
+                    loc.map(|loc| (index, loc)).ok_or_else(|| entry_past_end(&self.at, index))
+                })
+                .collect();
+        };
+        // The journal's entries take the place of the table's, which are not read for them.
+        let moved: Vec<Option<RecordLoc>> = indices.iter().map(|&i| overlay.entry(i)).collect();
+        let rest: Vec<u64> =
+            indices.iter().zip(&moved).filter(|(_, m)| m.is_none()).map(|(&i, _)| i).collect();
+        let mut found = view.entries(&rest)?.into_iter();
         indices
             .iter()
-            .zip(found)
-            .map(|(&index, loc)| {
-                let moved = journal.and_then(|j| {
-                    let at = j.entries.binary_search_by_key(&(index as u32), |(i, _)| *i).ok()?;
-                    Some(j.entries[at].1)
-                });
-                moved.or(loc).map(|loc| (index, loc)).ok_or_else(|| entry_past_end(&self.at, index))
+            .zip(moved)
+            .map(|(&index, moved)| {
+                let loc = match moved {
+                    Some(loc) => Some(loc),
+                    None => found.next().flatten(),
+                };
+                loc.map(|loc| (index, loc)).ok_or_else(|| entry_past_end(&self.at, index))
             })
             .collect()
     }
@@ -290,9 +309,8 @@ impl Reader {
     pub(crate) fn stats(&self) -> Result<Stats> {
         const STEP: u64 = 1 << 16;
         let view = self.source.view()?;
-        let mut header = view.header();
-        let length = self.length_of(&*view);
-        header.length = length as u32;
+        let header = self.effective(view.header());
+        let length = u64::from(header.length);
         let mut all = Vec::with_capacity(length as usize);
         let mut start = 0;
         while start < length {
@@ -343,7 +361,7 @@ impl Reader {
             let why = format!(
                 "{}: table entries {blank_from}..{total} are blank (never written), yet the header counts \
                  {total} records: the header's record count is damaged",
-                self.at.join("meta.zr").display()
+                self.at.join(META_FILE).display()
             );
             report.bad.push((blank_from, why));
             report.unlisted = total - blank_from - 1;
@@ -426,14 +444,10 @@ fn decode_one(
 /// `meta.zr` ends before table entry `index`.
 pub(crate) fn entry_past_end(at: &Path, index: u64) -> Error {
     Error::corrupt_at(
-        at.join("meta.zr"),
+        at.join(META_FILE),
         entry_offset(index),
         format!("entry {index} lies past the end of the file"),
     )
-}
-
-fn chunk_name(id: u16) -> String {
-    format!("{id}.zr")
 }
 
 /// Decodes planned records (of one store or several) into their destinations: on the calling

@@ -2,10 +2,11 @@
 //! its source (`source.rs`), and written, when it is local, through the writer (`writer.rs`).
 //!
 //! Invariants:
-//! * Opening never writes, except to finish a delete that a crash interrupted (a
-//!   `delete.journal` is present and no live writer holds the lock). When it cannot (another
-//!   writer holds the lock, or the files are read-only), the journal is applied in memory: the
-//!   store reads as the finished deletion. A reader maps `meta.zr` and the chunk files read-only
+//! * Opening follows core's open protocol (`loaderx_core::open`) and never writes, except to
+//!   finish a delete that a crash interrupted (a `delete.journal` is present, no live writer
+//!   holds the lock and the store is writable). When it cannot (another writer holds the lock,
+//!   or the files are read-only), the journal is applied in memory by the reader: the store
+//!   reads as the finished deletion. A reader maps `meta.zr` and the chunk files read-only
 //!   at their current sizes and takes no lock. Only the first mutating call upgrades the handle to
 //!   a writer.
 //! * Every write on a remote store is refused with [`Error::BadArgument`] naming the URL before
@@ -20,6 +21,7 @@ use std::fs::{self, File};
 use std::path::Path;
 
 use loaderx_core::format::{Codec, Header, RecordLoc, HEADER_SIZE};
+use loaderx_core::open::{self, Overlay};
 use loaderx_core::plan::{check_indices, record_ranges};
 use loaderx_core::schema::{Layout, Schema};
 
@@ -77,8 +79,8 @@ impl Store {
         if crate::location::is_url(location) {
             #[cfg(feature = "remote")]
             {
-                let (source, journal) = crate::sources::object::open(location, remote)?;
-                let reader = Reader::new(source, journal);
+                let (source, overlay) = crate::sources::object::open(location, remote)?;
+                let reader = Reader::new(source, overlay);
                 return Ok(Store { reader, local: None, writer: Mutex::new(None) });
             }
             #[cfg(not(feature = "remote"))]
@@ -117,11 +119,7 @@ impl Store {
             }
             files::create_store(&dir)?;
         }
-        let unfinished = if files::journal_path(&dir).exists() {
-            journal::recover_interrupted_delete(&dir)?
-        } else {
-            None
-        };
+        let pending = files::journal_path(&dir).exists() && !journal::recover_interrupted_delete(&dir)?;
         let meta_file = File::open(&meta_path).map_err(Error::io("open", &meta_path))?;
         let meta_len = meta_file.metadata().map_err(Error::io("stat", &meta_path))?.len();
         if meta_len < HEADER_SIZE {
@@ -136,14 +134,14 @@ impl Store {
         // through maps.
         let meta = MetaMap::new(&meta_file, meta_len, false).map_err(Error::io("mmap", &meta_path))?;
         let header = meta.header();
-        header.validate(meta_len).map_err(|e| Error::classified(&dir, e))?;
-        let journal = unfinished.map(|j| journal::overlay(&dir, j, header.length)).transpose()?;
+        open::read_header(&header.to_bytes(), meta_len).map_err(|e| Error::classified(&dir, e))?;
+        let overlay = if pending { journal::overlay(&dir, header.length)? } else { Overlay::default() };
         let chunks = (0..=header.tail_chunk)
             .map(|id| Ok(Chunk::open_read(&chunk_path(&dir, id))?.map(Arc::new)))
             .collect::<Result<Vec<_>>>()?;
         let dict = files::load_dict(&dir)?;
         let local = Arc::new(LocalDir::new(Shared::new(dir, meta, chunks, dict)));
-        let reader = Reader::new(local.clone(), journal);
+        let reader = Reader::new(local.clone(), overlay);
         Ok(Store { reader, local: Some(local), writer: Mutex::new(None) })
     }
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from _lxhelpers import FIXTURES, MANIFEST, copy_fixture, find_ref_python, worker_threads
+from _require_all import pytest_make_collect_report, pytest_runtest_makereport, pytest_terminal_summary  # noqa: F401  (LOADERX_REQUIRE_ALL)
 
 
 @pytest.fixture(scope="session")
@@ -211,9 +212,9 @@ def _note(out_root, **line):
 
 
 def _export_stores(nodeid, tmp_path, out_root):
+    import hashlib
     import json
     import re
-    import hashlib
 
     key = nodeid + os.environ.get("PYTEST_XDIST_WORKER", "")
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", nodeid)[:120] + "-" + hashlib.sha1(key.encode()).hexdigest()[:8]
@@ -288,3 +289,11 @@ def spread_store(tmp_path_factory):
     rng = np.random.default_rng(1)
     from_numpy(root / "store", rng.integers(0, 256, size=(2000, 12 << 10), dtype=np.uint8), codec="zstd", progress=False)
     return root, "store"
+
+
+@pytest.fixture(scope="module")
+def stores():
+    """The property tests' read-only stores (_strategies.read_only_stores), built once per module."""
+    from _strategies import read_only_stores
+
+    yield from read_only_stores()

@@ -186,7 +186,7 @@ def test_pickled_objects_work_in_a_spawned_process(tmp_path):
 
 
 def test_torch_dataloader_workers(tmp_path):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="torch lives in the ML venv, where py/tests_ml/test_torch.py runs")
     rows = records(0, 64, SIZE)
     from_numpy(tmp_path / "d", rows, codec="zstd")
     ds = DenseDataset(tmp_path / "d")

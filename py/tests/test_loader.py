@@ -220,23 +220,31 @@ def test_read_error_is_raised_at_its_step(tmp_path):
         np.testing.assert_array_equal(next(loader)["s"][:7], rows[7:14])  # step 6: 47 % 41 = 6 .. 13
 
 
-def test_close_returns_quickly_with_stuck_transforms(data, monkeypatch):
-    monkeypatch.setattr(dataloader_mod, "JOIN_TIMEOUT", 1.0)
-    gate = threading.Event()
+def expired_clock(budget):
+    """A clock reading 0 once, then ``budget + 1`` on every later read: a deadline taken from its
+    first read has passed at the next one, whatever the wall clock does."""
+    reads = iter([0.0])
+    return lambda: next(reads, budget + 1.0)
+
+
+def test_close_returns_at_its_deadline_with_stuck_transforms(data):
+    """close() stops waiting for stuck workers at its deadline (read on the pipeline's clock) and
+    returns while their transforms are still blocked."""
+    gate, stuck = threading.Event(), threading.Event()
 
     def slow(batch):
         if batch["y"][0] != 0:
+            stuck.set()
             gate.wait(30)
         return batch
 
     loader = DataLoader(streams(data), num_workers=4, batch_size=8, mode=0, transform=slow)
     try:
         next(loader)  # step 0 is fast; the workers are now stuck in steps 1..4
-        time.sleep(0.2)
-        t0 = time.monotonic()
+        assert stuck.wait(30)
+        loader._pipeline.clock = expired_clock(dataloader_mod.JOIN_TIMEOUT)
         loader.close()
-        elapsed = time.monotonic() - t0
-        assert elapsed < dataloader_mod.JOIN_TIMEOUT + 1.0, f"close() took {elapsed:.2f}s"
+        assert worker_threads(), "close() waited for the stuck transforms instead of its deadline"
         with pytest.raises(ValueError):
             next(loader)
     finally:
@@ -254,9 +262,8 @@ def test_close_with_slow_transform_joins_every_worker(data):
 
     loader = DataLoader(streams(data), num_workers=4, batch_size=8, mode=0, transform=slow)
     next(loader)
-    t0 = time.monotonic()
+    loader._pipeline.clock = lambda: 0.0  # the deadline never passes: close() waits for each worker
     loader.close()
-    assert time.monotonic() - t0 < dataloader_mod.JOIN_TIMEOUT + 1.0
     assert not worker_threads()
 
 

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -117,25 +116,39 @@ from loaderx.converter import from_numpy
 root = sys.argv[1]
 k = 0
 while True:
+    print("writing", k, flush=True)
     from_numpy(f"{root}/w{k}", np.full((50, 4), k, np.int16), progress=False)
+    print("committing", k, flush=True)
     manifest.commit(root, [f"w{k}"])
+    print("committed", k, flush=True)
     k += 1
 """
 
 
 def test_a_killed_committer_never_leaves_a_half_listed_store(tmp_path):
-    """Writers build stores and commit them one by one; killed at random moments, the manifest
-    always parses, and every store it lists opens whole with its listed length."""
+    """Writers build stores and commit them one by one, saying what they do; killed as they report
+    writing, committing or having committed store k, the manifest always parses, lists every store
+    reported committed, and every store it lists opens whole with its listed length. At least one
+    kill lands mid-operation: a store on disk that the manifest does not list."""
     rng = np.random.default_rng(2)
+    mid_operation = 0
     for round in range(6):
         root = tmp_path / f"run{round}"
         root.mkdir()
-        child = subprocess.Popen([sys.executable, "-c", _WRITER, str(root)])
-        time.sleep(0.5 + float(rng.random()))
+        child = subprocess.Popen([sys.executable, "-c", _WRITER, str(root)], stdout=subprocess.PIPE, text=True)
+        when = f"{['writing', 'committing', 'committed'][round % 3]} {int(rng.integers(0, 3))}"
+        said = []
+        while not said or said[-1] != when:
+            said.append(child.stdout.readline().strip())
+            assert said[-1], f"the writer exited before {when!r}: {said}"
         child.send_signal(signal.SIGKILL)
-        child.wait()
+        assert child.wait() == -signal.SIGKILL
         path = root / "manifest.json"
         listed = json.loads(path.read_text())["stores"] if path.exists() else []
+        names = [entry["path"] for entry in listed]
+        committed = [f"w{k}" for k in range(int(when.split()[1]) + (when.startswith("committed ")))]
+        assert names[: len(committed)] == committed, f"killed at {when!r}, the manifest lists {names}"
+        mid_operation += bool({p.name for p in root.glob("w*")} - set(names))
         if listed:
             ds = DenseDataset(root)
             assert len(ds) == 50 * len(listed)
@@ -144,6 +157,7 @@ def test_a_killed_committer_never_leaves_a_half_listed_store(tmp_path):
         from_numpy(root / "after", np.full((50, 4), len(listed), np.int16), progress=False)
         manifest.commit(root, ["after"])
         assert len(DenseDataset(root)) == 50 * (len(listed) + 1) and not list(root.glob("*.tmp"))
+    assert mid_operation, "no kill landed while a store was being written or committed"
 
 
 def test_a_state_from_another_set_of_stores_is_refused(tmp_path):

@@ -96,7 +96,7 @@ def test_new_weights_at_a_checkpoint_continue_each_stream(sources, mode):
     with mixed(sources, [0.5, 0.2, 0.3], mode=mode) as c:
         uninterrupted = take(c, 40)
     for j in range(3):
-        def stream(batches):
+        def stream(batches, j=j):
             flat = np.concatenate(batches)
             return flat[source_of(flat) == j]
         joined, whole = stream(before + after), stream(uninterrupted)

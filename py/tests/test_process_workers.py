@@ -67,6 +67,13 @@ def slow_widen(batch):
     return widen(batch)
 
 
+def stall_from_step_2(batch):
+    """Steps 0 and 1 (mode 0) at once; every later one takes a minute."""
+    if batch["y"][0] >= 2 * B:
+        time.sleep(60)
+    return batch
+
+
 class Boom(Exception):
     pass
 
@@ -352,13 +359,17 @@ def test_slot_pool_is_bounded(data, no_leaks):
 
 
 def test_nothing_left_after_close_gc_or_an_exception(data, no_leaks):
-    loader = DataLoader(streams(data), num_workers=2, batch_size=B, transform=slow_widen, workers="processes")
+    loader = DataLoader(streams(data), num_workers=2, batch_size=B, mode=0, transform=stall_from_step_2,
+                        workers="processes")
     take(loader, 2)
-    pids = {w.proc.pid for w in loader._pipeline._workers}
-    t = time.monotonic()
-    loader.close()  # workers are busy with prefetched steps: close() still ends them, at once
-    assert time.monotonic() - t < 3.0
-    assert not (pids & children()), "close() returned with a worker still alive"
+    procs = [w.proc for w in loader._pipeline._workers]
+    # Both workers are busy with prefetched steps; the grace period is over at once on this clock:
+    # close() kills them rather than waiting for their steps.
+    reads = iter([0.0])
+    loader._pipeline.clock = lambda: next(reads, 1e9)
+    loader.close()
+    assert [p.returncode for p in procs] == [-signal.SIGKILL] * 2, "close() waited for the busy workers"
+    assert not ({p.pid for p in procs} & children()), "close() returned with a worker still alive"
     loader = DataLoader(streams(data), num_workers=2, batch_size=B, transform=widen, workers="processes")
     kept = take(loader, 3)
     pids = {w.proc.pid for w in loader._pipeline._workers}

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from _lxhelpers import FIXTURES, free_port
-
 from loaderx import _loaderx, errors
 from loaderx.dataset import DenseDataset
 from loaderx.zrecord import Zrecord

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from _lxhelpers import FIXTURES
 from test_remote_http import http  # noqa: F401  (the nginx fixture)
 
+from _lxhelpers import FIXTURES
 from loaderx import errors
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 from http_proxy import Proxy  # noqa: E402
+
 from loaderx.zrecord import Zrecord
 
 NAME = "u8img_zstd"

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from _lxhelpers import FIXTURES, assert_reads_like_local, fixture_names, free_port
-
 from loaderx import errors
 from loaderx.dataset import DenseDataset
 from loaderx.zrecord import Zrecord
@@ -82,7 +81,7 @@ def test_every_fixture_reads_identically_over_http(http, name):
 
 
 def test_every_golden_store_reads_identically_over_http(http, golden_stores):
-    for k, (name, store) in enumerate(golden_stores.items()):
+    for k, store in enumerate(golden_stores.values()):
         url = f"{http}/golden/{store.relative_to(store.parent)}"
         assert_reads_like_local(Zrecord._existing(store), Zrecord(url), seed=k)
 

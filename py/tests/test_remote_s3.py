@@ -272,13 +272,15 @@ def test_processes_share_the_cache_and_a_killed_one_leaves_nothing_corrupt(s3, t
 
     victim = subprocess.Popen([sys.executable, "-c", _READER, url, str(cache), "1000", "1"], stdout=subprocess.PIPE, text=True)
     survivor = subprocess.Popen([sys.executable, "-c", _READER, url, str(cache), "30", "2"], stdout=subprocess.PIPE, text=True)
-    time.sleep(1.0)
+    # Killed once it reports its second batch read: mid-run (998 batches to go), beside the survivor.
+    seen = [victim.stdout.readline() for _ in range(2)]
+    assert all(line.count(" ") > 1 for line in seen), f"the victim stopped early: {seen}"
     victim.send_signal(signal.SIGKILL)
     out, _ = survivor.communicate(timeout=120)
     assert survivor.returncode == 0
     check(out.split("\n")[:-1])
-    victim.wait()
-    check([l for l in victim.stdout.read().split("\n") if l.count(" ") > 1])
+    assert victim.wait() == -signal.SIGKILL, "the victim finished before the kill"
+    check(seen + [line for line in victim.stdout.read().split("\n") if line.count(" ") > 1])
     after = subprocess.run([sys.executable, "-c", _READER, url, str(cache), "10", "3"], capture_output=True, text=True, timeout=120)
     assert after.returncode == 0, after.stderr
     check(after.stdout.split("\n")[:-1])

@@ -8,7 +8,6 @@ import threading
 import pytest
 
 from _lxhelpers import free_port
-
 from loaderx import errors
 from loaderx.dataset import DenseDataset
 from loaderx.zrecord import Zrecord

@@ -11,9 +11,8 @@ import sys
 import pytest
 
 import loaderx
-from loaderx import _loaderx
-
 from _lxhelpers import REPO
+from loaderx import _loaderx
 
 pytestmark = pytest.mark.skipif(not (REPO / "Cargo.toml").exists(), reason="needs the source tree")
 

@@ -14,7 +14,7 @@ ray = pytest.importorskip("ray")
 from loaderx import manifest  # noqa: E402
 from loaderx.converter import from_iterator, from_numpy  # noqa: E402
 from loaderx.dataloader import DataLoader  # noqa: E402
-from loaderx.dataset import DenseDataset, RaggedDataset  # noqa: E402
+from loaderx.dataset import DenseDataset  # noqa: E402
 from loaderx.ray import LoaderxDatasink, LoaderxDatasource  # noqa: E402
 
 N = 3000

@@ -519,7 +519,7 @@ def main():
     out.mkdir(parents=True)
     g = Golden(out)
     build(g)
-    for name, entry in g.stores.items():
+    for entry in g.stores.values():
         entry["files"] = truncate_to_used(out / entry["path"])
     manifest = {
         "version": VERSION,

@@ -38,7 +38,7 @@ def read_store(path):
             z.gather(idx, buf, offsets)
         out["length"] = n
         out["lengths"] = [int(x) for x in lens]
-        out["records"] = [hashlib.sha256(buf[int(o) : int(o + l)].tobytes()).hexdigest() for o, l in zip(offsets, lens)]
+        out["records"] = [hashlib.sha256(buf[int(o) : int(o + size)].tobytes()).hexdigest() for o, size in zip(offsets, lens)]
     finally:
         z.close()
 
@@ -47,9 +47,9 @@ def read_store(path):
     shapes = []
     if not schema_file.is_file():
         out["schema"] = None
-        for o, l in zip(offsets, lens):
-            typed.update(buf[int(o) : int(o + l)].tobytes())
-            shapes.append([int(l)])
+        for o, size in zip(offsets, lens):
+            typed.update(buf[int(o) : int(o + size)].tobytes())
+            shapes.append([int(size)])
     else:
         s = msgpack.unpackb(schema_file.read_bytes(), raw=False)
         out["schema"] = {k: s.get(k) for k in ("kind", "dtype", "item_shape", "codec")}

@@ -10,6 +10,7 @@ import os
 import sys
 
 import numpy as np
+
 from loaderx.zrecord import Zrecord
 
 zr = Zrecord(sys.argv[1])

@@ -9,6 +9,7 @@ import os
 import sys
 
 import numpy as np
+
 from loaderx.zrecord import Zrecord
 
 store, out = sys.argv[1], sys.argv[2]

@@ -97,12 +97,12 @@ def test_the_windows_wheel_imports_only_system_dlls_and_a_toolchain_dll_fails(tm
     with zipfile.ZipFile(WIN_WHEELS[0]) as z:
         data = z.read(module)
     # Swap one imported system DLL's name for a mingw runtime DLL's name of the same length.
-    for system, runtime in ((b"KERNEL32.dll", b"libgcc_s.dll"), (b"kernel32.dll", b"libgcc_s.dll"),
-                            (b"CRYPT32.dll", b"libssp0.dll"), (b"crypt32.dll", b"libssp0.dll")):
-        if system in data:
-            break
-    else:
+    swaps = [(system, runtime) for system, runtime in
+             ((b"KERNEL32.dll", b"libgcc_s.dll"), (b"kernel32.dll", b"libgcc_s.dll"),
+              (b"CRYPT32.dll", b"libssp0.dll"), (b"crypt32.dll", b"libssp0.dll")) if system in data]
+    if not swaps:
         pytest.fail("the Windows module imports neither kernel32.dll nor crypt32.dll")
+    system, runtime = swaps[0]
     broken = data.replace(system, runtime, 1)
     out = tmp_path / "broken"
     out.mkdir()

@@ -4,6 +4,8 @@
 //! handed, and decodes records:
 //! * [`Reader`] — a store without its files: header, schema, dictionary, chunk sizes and cached
 //!   table pages. It plans ranged reads ([`Plan`]) and decodes the bytes that come back.
+//! * [`Manifest`] — a manifest's stores checked against their entries and a request split over
+//!   them by core's rules; `identify` answers "store or manifest?" from what JS sees.
 //! * [`Sampler`] — the core sampler; the same arguments give the same batches as native.
 //!
 //! Errors are JavaScript `Error`s named `LoaderxError` with a stable `code` (see [`error`]).
@@ -18,11 +20,13 @@
 mod error;
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
 mod job;
+mod manifest;
 mod reader;
 mod sampler;
 
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
 pub use job::DecodeJob;
+pub use manifest::{identify, manifest_file, names_a_file, Manifest};
 pub use reader::{Plan, Reader, MAX_OUT};
 pub use sampler::Sampler;
 

@@ -119,11 +119,12 @@ for start in range(0, n, 20000):
  *   digits  200 uint8 16×16 images with values 0..16, like scikit-learn's digits
  *   waves   ragged float32 records of 600-3000 values, a staircase wave (plateaus and steps)
  *   wide    40 float32 records of 3×16 values such as -1.235e-5 (16 wide columns in the detail's values table)
+ *   parts   a manifest over digits' records in 3 stores of 70, 1 and 129
  */
 const EXTRA = join(ART, 'stores', 'extra');
 function ensureExtraStores() {
   const stamp = join(EXTRA, 'stamp.json');
-  const want = JSON.stringify({ version: 2 });
+  const want = JSON.stringify({ version: 3 });
   if (existsSync(stamp) && readFileSync(stamp, 'utf8') === want) return;
   rmSync(EXTRA, { recursive: true, force: true });
   mkdirSync(EXTRA, { recursive: true });
@@ -138,6 +139,10 @@ for i in range(200):
     d = np.sqrt((xx - cx) ** 2 + (yy - cy) ** 2)
     imgs.append(np.clip(16 - 4 * np.abs(d - r), 0, 16))
 from_numpy(out + "/digits", np.rint(np.array(imgs)).astype(np.uint8), codec="zstd", progress=False)
+from loaderx import manifest
+for k, (a, b) in enumerate([(0, 70), (70, 71), (71, 200)]):
+    from_numpy(out + f"/parts/d{k}", np.rint(np.array(imgs[a:b])).astype(np.uint8), codec="raw" if k else "zstd", progress=False)
+manifest.commit(out + "/parts", ["d0", "d1", "d2"])
 def waves():
     for k in range(30):
         n = 600 + k * 80
@@ -480,6 +485,31 @@ await test('a store opened through the folder input, and by a drop', async (newP
   await rendered(page, 'page:0:48');
   const labels = await nodeStore('labels_i64_zstd');
   eq(await page.$$eval('#grid .tile .scalar', (s) => s.slice(0, 10).map((e) => e.textContent)), Array.from(await labels.gather([...Array(10).keys()]), String), 'the dropped store\'s records');
+});
+
+await test('a manifest (its URL, or its folder picked) shows as one dataset of its stores', async (newPage) => {
+  const ref = await nodeStore(join(EXTRA, 'digits'));
+  for (const how of ['url', 'folder']) {
+    // Auto-contrast off (contrast=off), so the tiles are the bytes as they are.
+    const page = await newPage(how === 'url' ? 'store=/extra/parts/&contrast=off' : 'contrast=off');
+    if (how === 'folder') await page.setInputFiles('#dir-input', join(EXTRA, 'parts'));
+    await rendered(page, 'page:0:48');
+    if ((await contrastState(page)).state === 'on') {
+      await page.click('#contrast-btn');
+      await page.waitForFunction(() => /** @type {HTMLElement} */ (document.querySelector('#contrast-btn')).dataset.state === 'off');
+      await rendered(page, 'page:0:48');
+    }
+    eq(Number(await page.$eval('[data-k="records"]', (e) => e.dataset.v)), 200, `${how}: records over the 3 stores`);
+    const line = await page.$eval('[data-k="records"]', (e) => /** @type {HTMLElement} */ (e.closest('.card')).innerText);
+    check(line.includes('one dataset read from 3 stores (manifest)'), `${how}: the records card says how many stores: ${line}`);
+    await checkPixels(page, ref, [0, 1, 47], { w: 16, h: 16, c: 1 });
+    // The second page spans the three stores (they end at 70 and 71).
+    await page.click('#next');
+    await rendered(page, 'page:1:48');
+    eq(await tileIndices(page), Array.from({ length: PAGE }, (_, k) => 48 + k), `${how}: page 2`);
+    await checkPixels(page, ref, [48, 69, 70, 71, 95], { w: 16, h: 16, c: 1 });
+  }
+  await ref.close();
 });
 
 await test('a second stream of the same length', async (newPage) => {

@@ -1,6 +1,10 @@
 //! The `loaderx` command-line tool: inspect, check, repack, print, export and convert record
 //! stores. The `loaderx` binary and `python -m loaderx` both call [`run`], so they are one tool.
 //!
+//! The read commands (`info`, `stats`, `verify`, `head`, `cat`, `export`) take a store or a
+//! manifest (its `.json` file, or a directory holding `manifest.json`): a manifest's stores are
+//! read as one dataset, in one index space ([`crate::Many`]).
+//!
 //! Exit codes: 0 success, 1 problems found (`verify`), 2 bad usage or a store that cannot be
 //! opened, read or written. `--json` prints one JSON document on stdout; progress bars go to
 //! stderr, and only when it is a terminal. Inspecting never creates a store, and a URL is never
@@ -9,18 +13,20 @@
 
 mod npy;
 mod show;
+mod source;
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use crate::{Codec, RemoteOptions, Store};
+use crate::Codec;
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use loaderx_core::schema::{Kind, Schema};
 use loaderx_core::url::redact;
 use loaderx_core::view::ElementView;
 use serde_json::{json, Value};
+use source::Source;
 
 #[derive(Parser)]
 #[command(
@@ -36,14 +42,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Schema, length, codecs and sizes of a store.
+    /// Schema, length, codecs and sizes of a store (or a manifest's stores).
     Info {
         store: PathBuf,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
-    /// Storage usage: live, decoded and reclaimable bytes, compression ratio, file sizes.
+    /// Storage usage: live, decoded and reclaimable bytes, compression ratio, file sizes (a
+    /// manifest: over its stores).
     Stats {
         store: PathBuf,
         /// Print JSON instead of text.
@@ -60,7 +67,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Repack live records to the front and free the space deleted records held.
+    /// Repack live records to the front and free the space deleted records held (one store).
     Compact {
         store: PathBuf,
         /// Print JSON instead of text.
@@ -96,7 +103,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Write a dense store to a .npy file, shaped [records, ...item_shape].
+    /// Write a dense store (or a manifest's stores, in order) to a .npy file, shaped
+    /// [records, ...item_shape].
     Export {
         store: PathBuf,
         /// The .npy file to write.
@@ -203,9 +211,9 @@ where
 }
 
 /// The store at a path or URL (`s3://`, `gs://`, `az://`, `http(s)://`, read with the
-/// environment's credentials). Inspecting never creates a store.
-fn open(path: &Path) -> Result<Store, Fail> {
-    Store::open_location(&path.to_string_lossy(), false, &RemoteOptions::default()).map_err(Fail::store)
+/// environment's credentials), or the manifest at a path. Inspecting never creates a store.
+fn open(path: &Path) -> Result<Source, Fail> {
+    Source::open(path).map_err(Fail::store)
 }
 
 /// Refuses to write at a URL (see [`crate::check_writable`]), before anything is opened.
@@ -218,7 +226,7 @@ fn shown(path: &Path) -> String {
     redact(&path.to_string_lossy())
 }
 
-fn read_schema(store: &Store) -> Result<Option<Schema>, Fail> {
+fn read_schema(store: &Source) -> Result<Option<Schema>, Fail> {
     store.schema().map_err(Fail::store)
 }
 
@@ -233,13 +241,19 @@ fn schema_json(schema: &Option<Schema>) -> Value {
     })
 }
 
-fn codec_counts(store: &Store) -> Result<[u64; 3], Fail> {
-    let indices: Vec<u64> = (0..store.len()).collect();
-    let mut codecs = [0u64; 3];
-    for loc in store.entries(&indices).map_err(Fail::store)? {
-        codecs[usize::from(loc.compress.min(2))] += 1;
+fn codec_counts(store: &Source) -> Result<[u64; 3], Fail> {
+    store.codec_counts().map_err(Fail::store)
+}
+
+/// A manifest's stores as `[{"path", "length"}]` (as listed), or null for one store.
+fn listing_json(source: &Source) -> Value {
+    match source {
+        Source::One(_) => Value::Null,
+        Source::Many(m) => {
+            let stores = m.manifest().stores().iter();
+            Value::Array(stores.map(|e| json!({"path": redact(&e.path), "length": e.length})).collect())
+        }
     }
-    Ok(codecs)
 }
 
 fn print_json(v: &Value) {
@@ -249,27 +263,48 @@ fn print_json(v: &Value) {
 fn info(path: &Path, as_json: bool) -> Result<u8, Fail> {
     let store = open(path)?;
     let stats = store.stats().map_err(Fail::store)?;
-    let header = store.header();
+    let header = match &store {
+        Source::One(s) => Some(s.header()),
+        Source::Many(_) => None,
+    };
     let codecs = codec_counts(&store)?;
     let schema = schema_json(&read_schema(&store)?);
+    // A manifest's dictionaries are its stores' own: their sizes added up.
+    let dicts: Vec<usize> = store.stores().iter().filter_map(|s| s.dict_bytes()).map(|d| d.len()).collect();
+    let dict_bytes = (!dicts.is_empty()).then(|| dicts.iter().sum::<usize>());
+    let listing = listing_json(&store);
     let report = json!({
         "path": shown(path),
         "length": store.len(),
-        "tail_chunk": header.tail_chunk,
-        "tail_offset": header.tail_offset,
+        "tail_chunk": header.map(|h| h.tail_chunk),
+        "tail_offset": header.map(|h| h.tail_offset),
         "records_by_codec": {"raw": codecs[0], "zstd": codecs[1], "zstd_dict": codecs[2]},
         "stats": {
             "records": stats.records, "live_bytes": stats.live_bytes,
             "chunk_bytes": stats.chunk_bytes, "reclaimable": stats.reclaimable,
         },
-        "dict_bytes": store.dict_bytes().map(|d| d.len()),
+        "dict_bytes": dict_bytes,
         "schema": schema,
+        "stores": listing,
     });
     if as_json {
         print_json(&report);
         return Ok(0);
     }
-    println!("store        {}", shown(path));
+    match &store {
+        Source::One(_) => println!("store        {}", shown(path)),
+        Source::Many(m) => {
+            let n = m.stores().len();
+            println!(
+                "manifest     {} ({n} store{}, read as one)",
+                shown(path),
+                if n == 1 { "" } else { "s" }
+            );
+            for e in m.manifest().stores() {
+                println!("  {} ({} records)", redact(&e.path), e.length);
+            }
+        }
+    }
     if schema.is_null() {
         println!("schema       none (a plain Zrecord store)");
     } else {
@@ -281,8 +316,8 @@ fn info(path: &Path, as_json: bool) -> Result<u8, Fail> {
     println!("records      {} (raw {}, zstd {}, zstd_dict {})", store.len(), codecs[0], codecs[1], codecs[2]);
     println!("live bytes   {}", stats.live_bytes);
     println!("chunk bytes  {} (reclaimable {})", stats.chunk_bytes, stats.reclaimable);
-    match store.dict_bytes() {
-        Some(d) => println!("dictionary   {} bytes", d.len()),
+    match dict_bytes {
+        Some(d) => println!("dictionary   {d} bytes"),
         None => println!("dictionary   none"),
     }
     Ok(0)
@@ -308,8 +343,21 @@ fn stats(path: &Path, as_json: bool) -> Result<u8, Fail> {
     let store = open(path)?;
     let s = store.stats().map_err(Fail::store)?;
     let codecs = codec_counts(&store)?;
-    // A remote store's objects have no local disk usage to report.
-    let files = if store.is_remote() { Vec::new() } else { file_sizes(path)? };
+    // A remote store's objects have no local disk usage to report. A manifest's files are its
+    // local stores', named `store/file`.
+    let files = match &store {
+        Source::One(s) if s.is_remote() => Vec::new(),
+        Source::One(_) => file_sizes(path)?,
+        Source::Many(m) => {
+            let mut files = Vec::new();
+            for (s, e) in m.stores().iter().zip(m.manifest().stores()).filter(|(s, _)| !s.is_remote()) {
+                let listed = redact(&e.path);
+                let local = file_sizes(Path::new(&s.location()))?;
+                files.extend(local.into_iter().map(|(n, len, disk)| (format!("{listed}/{n}"), len, disk)));
+            }
+            files
+        }
+    };
     let ratio = if s.live_bytes == 0 { 1.0 } else { s.logical_bytes as f64 / s.live_bytes as f64 };
     let on_disk: u64 = files.iter().map(|f| f.2).sum();
     if as_json {
@@ -379,7 +427,16 @@ fn verify(path: &Path, show: usize, as_json: bool) -> Result<u8, Fail> {
 
 fn compact(path: &Path, as_json: bool) -> Result<u8, Fail> {
     writable(path)?;
-    let store = open(path)?;
+    let store = match open(path)? {
+        Source::One(store) => store,
+        Source::Many(m) => {
+            return Err(Fail::Usage(format!(
+                "{} is a manifest; compact works on one store: compact each of its {} stores",
+                shown(path),
+                m.stores().len()
+            )))
+        }
+    };
     let before = store.stats().map_err(Fail::store)?;
     store.compact().map_err(Fail::store)?;
     store.sync().map_err(Fail::store)?;
@@ -419,7 +476,7 @@ fn cat(path: &Path, indices: &[u64], values: usize, raw: bool, as_json: bool) ->
 }
 
 /// Decoded records, one gather each (the commands print a handful).
-fn read_records(store: &Store, indices: &[u64]) -> Result<Vec<(u64, Vec<u8>)>, Fail> {
+fn read_records(store: &Source, indices: &[u64]) -> Result<Vec<(u64, Vec<u8>)>, Fail> {
     let lens = store.lengths(indices).map_err(Fail::store)?;
     let mut out = Vec::with_capacity(indices.len());
     for (&index, &len) in indices.iter().zip(&lens) {
@@ -430,7 +487,7 @@ fn read_records(store: &Store, indices: &[u64]) -> Result<Vec<(u64, Vec<u8>)>, F
     Ok(out)
 }
 
-fn print_records(store: &Store, indices: &[u64], limit: usize, as_json: bool) -> Result<u8, Fail> {
+fn print_records(store: &Source, indices: &[u64], limit: usize, as_json: bool) -> Result<u8, Fail> {
     let schema = read_schema(store)?;
     let dense = schema.as_ref().and_then(|s| s.kind().ok()) == Some(Kind::Dense);
     let dtype = schema.as_ref().and_then(|s| s.dtype().ok());

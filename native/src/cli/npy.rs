@@ -15,13 +15,13 @@ use loaderx_core::schema::{Kind, Schema};
 use ndarray_npy::npy::header::{Header, Layout};
 use py_literal::Value as Py;
 
-use super::{progress, Fail};
+use super::{progress, Fail, Source};
 
 /// Rows per block: about this many bytes.
 const BLOCK_BYTES: u64 = 64 << 20;
 
-/// Writes a dense store to `out` as one `.npy` array.
-pub(crate) fn export(store: &Store, schema: &Schema, out: &Path, quiet: bool) -> Result<u64, Fail> {
+/// Writes a dense store (or a manifest's stores, in order) to `out` as one `.npy` array.
+pub(crate) fn export(store: &Source, schema: &Schema, out: &Path, quiet: bool) -> Result<u64, Fail> {
     if schema.kind().map_err(Fail::data)? != Kind::Dense {
         return Err(Fail::usage(
             "only dense stores export to one .npy array (ragged records differ in length)",

@@ -54,10 +54,9 @@ impl CachedSource {
 
     /// The cache identity of chunk file `chunk` of `size` bytes.
     fn key(&self, chunk: u16, size: u64) -> ObjectKey {
-        let (url, version) = self
-            .inner
-            .cache_identity(chunk)
-            .unwrap_or_else(|| (format!("{}/{chunk}.zr", self.inner.shown()), None));
+        let (url, version) = self.inner.cache_identity(chunk).unwrap_or_else(|| {
+            (format!("{}/{}", self.inner.shown(), loaderx_core::open::chunk_name(chunk)), None)
+        });
         ObjectKey::new(&url, version.as_deref(), size)
     }
 

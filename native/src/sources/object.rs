@@ -25,9 +25,9 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use loaderx_core::codec::Dictionary;
 use loaderx_core::format::{Header, RecordLoc, HEADER_SIZE, MAX_CHUNKS};
-use loaderx_core::journal::{DeleteJournal, JOURNAL_FILE};
+use loaderx_core::open::{self, Fetched, Overlay, DICT_FILE, JOURNAL_FILE, META_FILE, SCHEMA_FILE};
 use loaderx_core::read::{ReadRange, TableCache};
-use loaderx_core::schema::{Schema, SCHEMA_FILE};
+use loaderx_core::schema::Schema;
 use loaderx_core::url::redact;
 use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, ObjectStore, ObjectStoreExt};
@@ -312,10 +312,7 @@ impl std::fmt::Debug for ObjectSource {
 /// Opens the store at `url`, reading the environment's credentials and `options`: its source
 /// (through the disk cache when `options` names one) and the delete journal found there, if
 /// any, checked to apply to the table (the reader applies it in memory).
-pub(crate) fn open(
-    url: &str,
-    options: &RemoteOptions,
-) -> Result<(Arc<dyn ChunkSource>, Option<DeleteJournal>)> {
+pub(crate) fn open(url: &str, options: &RemoteOptions) -> Result<(Arc<dyn ChunkSource>, Overlay)> {
     let shown = redact(url.trim_end_matches('/'));
     let parsed = url::Url::parse(url.trim_end_matches('/'))
         .map_err(|e| Error::BadArgument(format!("{shown} is not a URL: {e}")))?;
@@ -363,10 +360,10 @@ async fn open_async(
     store: Arc<dyn ObjectStore>,
     prefix: ObjectPath,
     deadline: Duration,
-) -> Result<(ObjectSource, Option<DeleteJournal>)> {
+) -> Result<(ObjectSource, Overlay)> {
     let shown = redact(&url);
     let remote = |e| remote_error(&shown, e);
-    let meta_path = prefix.clone().join("meta.zr");
+    let meta_path = prefix.clone().join(META_FILE);
     let meta = match store.head(&meta_path).await {
         Ok(m) => m,
         Err(object_store::Error::NotFound { .. }) => return Err(why_missing(&url, &*store, &prefix).await),
@@ -378,8 +375,7 @@ async fn open_async(
         store.get_range(&meta_path, 0..HEADER_SIZE).await.map_err(remote)?
     };
     let at = std::path::Path::new(&shown).to_path_buf();
-    let header = Header::read(&head).map_err(|e| Error::classified(&at, e))?;
-    header.validate(meta.size).map_err(|e| Error::classified(&at, e))?;
+    let header = open::read_header(&head, meta.size).map_err(|e| Error::classified(&at, e))?;
     let optional = |name: &str| {
         let path = prefix.clone().join(name);
         let store = store.clone();
@@ -391,8 +387,8 @@ async fn open_async(
             }
         }
     };
-    let sizes = (0..=header.tail_chunk).map(|id| {
-        let path = prefix.clone().join(format!("{id}.zr"));
+    let sizes = open::chunk_ids(&header).map(|id| {
+        let path = prefix.clone().join(open::chunk_name(id));
         let store = store.clone();
         async move {
             match store.head(&path).await {
@@ -404,45 +400,42 @@ async fn open_async(
     });
     let (schema, dict, journal, chunk_lens) = futures::join!(
         optional(SCHEMA_FILE),
-        optional("dict.zr"),
+        optional(DICT_FILE),
         optional(JOURNAL_FILE),
         futures::future::join_all(sizes)
     );
-    let schema = schema
-        .map_err(remote)?
-        .map(|b| Schema::from_msgpack(&b))
-        .transpose()
-        .map_err(|e| Error::classified(&at, e))?;
-    let dict = dict.map_err(remote)?.map(|b| Arc::new(Dictionary::new(b.to_vec())));
-    let journal = journal
-        .map_err(remote)?
-        .map(|b| DeleteJournal::parse(&b))
-        .transpose()
-        .map_err(|e| Error::classified(&at, e))?;
-    let journal = journal.map(|j| crate::journal::overlay(&at, j, header.length)).transpose()?;
     let chunks = chunk_lens.into_iter().collect::<std::result::Result<Vec<_>, _>>().map_err(remote)?;
-    let mut etags = BTreeMap::from([("meta.zr".to_owned(), meta.e_tag.clone())]);
+    let mut etags = BTreeMap::from([(META_FILE.to_owned(), meta.e_tag.clone())]);
     for (id, found) in chunks.iter().enumerate() {
         if let Some((_, etag)) = found {
-            etags.insert(format!("{id}.zr"), etag.clone());
+            etags.insert(open::chunk_name(id as u16), etag.clone());
         }
     }
-    let chunk_lens: Vec<Option<u64>> = chunks.into_iter().map(|c| c.map(|(size, _)| size)).collect();
-    debug_assert!(chunk_lens.len() as u64 <= MAX_CHUNKS);
+    let bytes = |got: std::result::Result<Option<Bytes>, _>| got.map(|b| b.map(|b: Bytes| b.to_vec()));
+    let fetched = Fetched {
+        schema: bytes(schema).map_err(remote)?,
+        dict: bytes(dict).map_err(remote)?,
+        journal: bytes(journal).map_err(remote)?,
+        chunk_lens: chunks.into_iter().map(|c| c.map(|(size, _)| size)).collect(),
+    };
+    // The one open protocol: checks, and the delete journal's overlay (the reader applies it).
+    let view = open::open(header, fetched).map_err(|e| Error::classified(&at, e))?;
+    debug_assert!(view.chunk_lens.len() as u64 <= MAX_CHUNKS);
     let source = ObjectSource {
         url,
         shown,
         store,
         prefix,
         deadline,
-        header,
-        schema,
-        dict,
-        chunk_lens,
+        // The table as it is; the reader applies the journal's overlay.
+        header: Header { length: view.table_length, ..view.header },
+        schema: view.schema,
+        dict: view.dict.map(Arc::new),
+        chunk_lens: view.chunk_lens,
         etags,
-        table: Mutex::new(TableCache::new(u64::from(header.length))),
+        table: Mutex::new(TableCache::new(u64::from(view.table_length))),
     };
-    Ok((source, journal))
+    Ok((source, view.overlay))
 }
 
 impl ObjectSource {
@@ -506,7 +499,7 @@ impl ChunkSource for ObjectSource {
     }
 
     fn cache_identity(&self, chunk: u16) -> Option<(String, Option<String>)> {
-        let name = format!("{chunk}.zr");
+        let name = open::chunk_name(chunk);
         let etag = self.etags.get(&name).cloned().flatten();
         Some((format!("{}/{name}", self.url), etag))
     }
@@ -534,7 +527,7 @@ impl View for ObjectView<'_> {
         let src = self.0;
         let missing = src.table.lock().unwrap_or_else(|e| e.into_inner()).missing(indices.iter().copied());
         if !missing.is_empty() {
-            let pages = src.block(src.ranges("meta.zr", &missing))?;
+            let pages = src.block(src.ranges(META_FILE, &missing))?;
             let mut table = src.table.lock().unwrap_or_else(|e| e.into_inner());
             for (range, bytes) in missing.iter().zip(pages) {
                 table.insert(range.start, &bytes).map_err(|e| src.classified(e))?;
@@ -547,7 +540,7 @@ impl View for ObjectView<'_> {
     /// All ranges at once, concurrently.
     fn fetch(&self, ranges: &[ReadRange]) -> Result<Vec<Piece<'_>>> {
         let src = self.0;
-        let calls = ranges.iter().map(|r| src.get_range(format!("{}.zr", r.chunk), r.start..r.end));
+        let calls = ranges.iter().map(|r| src.get_range(open::chunk_name(r.chunk), r.start..r.end));
         let got: Vec<Bytes> = src.block(futures::stream::iter(calls).buffered(MAX_REQUESTS).try_collect())?;
         Ok(got.into_iter().map(Piece::Owned).collect())
     }

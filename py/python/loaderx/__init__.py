@@ -14,4 +14,4 @@ and ``zrecord`` is the raw byte-record store. Exceptions live in ``loaderx.error
 The engine is Rust (``loaderx._loaderx``).
 """
 
-from ._loaderx import __version__  # the workspace version in Cargo.toml
+from ._loaderx import __version__ as __version__  # the workspace version in Cargo.toml

@@ -95,7 +95,6 @@ import weakref
 from typing import Any, Callable, Iterable, Sequence, cast
 
 import numpy as np
-import numpy.typing as npt
 
 from .errors import WorkerError
 
@@ -243,10 +242,10 @@ class _Worker:
             else:
                 freed.append(sid)
 
-    def reap(self, deadline: float) -> int | None:
-        """Wait for the process until ``deadline``, then kill it. Returns its exit code."""
+    def reap(self, deadline: float, clock: Callable[[], float] = time.monotonic) -> int | None:
+        """Wait for the process until ``deadline`` on ``clock``, then kill it. Returns its exit code."""
         try:
-            return self.proc.wait(max(0.0, deadline - time.monotonic()))
+            return self.proc.wait(max(0.0, deadline - clock()))
         except subprocess.TimeoutExpired:
             self.proc.kill()
         try:
@@ -282,9 +281,10 @@ class ProcessPipeline:
 
     Holds no reference to the DataLoader. All IPC happens in the consumer's ``get()``: it keeps
     ``window`` steps queued on the workers (each to the least busy one), reads their answers and
-    maps the slots."""
+    maps the slots. Deadlines are read on ``clock`` (seconds, monotonic), which a test may replace."""
 
     def __init__(self, spec: bytes, start: int, num_workers: int, window: int) -> None:
+        self.clock: Callable[[], float] = time.monotonic
         self.pid = os.getpid()
         self._spec = spec
         self._lock = threading.Lock()
@@ -424,7 +424,7 @@ class ProcessPipeline:
     def _died(self, w: _Worker) -> None:
         """``w`` ended: report it at the first step it owed and send its other steps again."""
         self._workers[w.index] = None
-        code = w.reap(time.monotonic() + 5.0)
+        code = w.reap(self.clock() + 5.0, self.clock)
         w.close_fds()
         steps = sorted(s for s in (self._steps.pop(t, None) for t in w.tasks) if s is not None)
         w.tasks.clear()
@@ -444,12 +444,12 @@ class ProcessPipeline:
             return
         self._stopped = True
         workers = [w for w in self._workers if w is not None]
-        self._end(workers, time.monotonic() + GRACE)
+        self._end(workers, self.clock() + GRACE, self.clock)
         # A consumer blocked in get() wakes up on the shut sockets and releases the lock.
         if self._lock.acquire(timeout=5.0):
             try:
                 late = [w for w in self._workers if w is not None and w not in workers]
-                self._end(late, time.monotonic())  # spawned by a get() that raced with stop()
+                self._end(late, self.clock(), self.clock)  # spawned by a get() that raced with stop()
                 for w in workers + late:
                     w.close_fds()
                 self._workers = [None] * len(self._workers)
@@ -458,14 +458,14 @@ class ProcessPipeline:
                 self._lock.release()
 
     @staticmethod
-    def _end(workers: Sequence[_Worker], deadline: float) -> None:
+    def _end(workers: Sequence[_Worker], deadline: float, clock: Callable[[], float]) -> None:
         for w in workers:
             try:
                 w.sock.shutdown(socket.SHUT_RDWR)  # the worker reads end of file and exits
             except OSError:
                 pass
         for w in workers:
-            w.reap(deadline)
+            w.reap(deadline, clock)
 
     def _forget(self) -> None:
         """In a forked child: close this process's copies of the descriptors, touch nothing else."""

@@ -6,8 +6,9 @@ Drop-in compatible with ``loaderx.dataloader`` of loaderx 0.9.11, with these gua
   of workers or thread timing. Worker threads compute steps in any order and the consumer
   receives them in step order.
 * Resumable: :attr:`DataLoader.step`, :meth:`seek` and :meth:`state_dict` /
-  :meth:`load_state_dict` restart exactly. The state is a few counters plus a fingerprint of the
-  config, and a state from a different config is refused.
+  :meth:`load_state_dict` restart exactly. The state is a versioned dict of a few counters plus
+  the config and its fingerprint (:class:`loaderx._state.LoaderState`); a state from a
+  different config is refused, and states of every earlier version (0.10.0 on) load.
 * Elastic: the state does not depend on the process's shard. A state saved by any rank, with
   any ``shard_count``, loads on any rank of any ``shard_count`` that divides the same global
   ``batch_size``: step ``k``'s global batch is the same for every shard count, so the run's
@@ -15,7 +16,9 @@ Drop-in compatible with ``loaderx.dataloader`` of loaderx 0.9.11, with these gua
   with another global ``batch_size`` is refused: step ``k`` of a different batch size draws
   other samples, so no step resumes it exactly.
 * Multi-host: ``shard_index``/``shard_count`` give each process its slice of the same global
-  batch (``batch_size`` is the global size), so no other coordination is needed.
+  batch (``batch_size`` is the global size), so no other coordination is needed. Shard ``i``
+  of ``n`` takes rows ``[i * b, (i + 1) * b)``, ``b = batch_size // n`` (:class:`loaderx._state.
+  Shard`, the rule loaderx.torch and loaderx.jax use too).
   :func:`jax_shard` and :func:`torch_shard` read the process's place from JAX or
   torch.distributed.
 * Robust: an exception in a read or a transform is raised by ``next()`` at that step, with its
@@ -31,8 +34,6 @@ the guarantees above unchanged. See :mod:`loaderx._process_workers` for that des
 
 from __future__ import annotations
 
-import hashlib
-import json
 import operator
 import os
 import pickle
@@ -42,6 +43,7 @@ import weakref
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Generic, Literal, Mapping, Sequence, TypeVar, cast, overload
 
+from ._state import LoaderState, Shard, base_config
 from .sampler import Sampler, _mode
 
 if TYPE_CHECKING:
@@ -65,28 +67,24 @@ JOIN_TIMEOUT = 5.0
 
 def jax_shard() -> dict[str, int]:
     """``{"shard_index": jax.process_index(), "shard_count": jax.process_count()}``."""
-    import jax
-
-    return {"shard_index": int(jax.process_index()), "shard_count": int(jax.process_count())}
+    return Shard.jax().as_kwargs()
 
 
 def torch_shard() -> dict[str, int]:
     """This process's rank and world size under torch.distributed (0 of 1 when not initialised)."""
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        return {"shard_index": int(dist.get_rank()), "shard_count": int(dist.get_world_size())}
-    return {"shard_index": 0, "shard_count": 1}
+    return Shard.torch().as_kwargs()
 
 
 class _Pipeline:
     """Worker threads computing ``produce(step)`` for consecutive steps, handed out in order.
 
     Holds no reference to the DataLoader, so the loader can be garbage-collected while the
-    threads run; its finalizer stops them.
+    threads run; its finalizer stops them. ``stop()`` reads time through ``clock`` (seconds,
+    monotonic), which a test may replace.
     """
 
     def __init__(self, produce: Callable[[int], Any], start: int, num_workers: int, window: int) -> None:
+        self.clock: Callable[[], float] = time.monotonic
         self._produce = produce
         self._cond = threading.Condition()
         self._claim = start  # next step a worker takes
@@ -145,36 +143,10 @@ class _Pipeline:
             self._cond.notify_all()
         me = threading.current_thread()
         # One deadline for all workers: N stuck workers must not cost N * JOIN_TIMEOUT.
-        deadline = time.monotonic() + JOIN_TIMEOUT
+        deadline = self.clock() + JOIN_TIMEOUT
         for t in self._threads:
             if t is not me:
-                t.join(max(0.0, deadline - time.monotonic()))
-
-
-def _fingerprint(config: Mapping[str, Any]) -> str:
-    """A short hash of a loader config (JSON, sorted keys)."""
-    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def _check_state(config: Mapping[str, Any], state: object) -> None:
-    """Raise unless ``state`` (from ``state_dict``) resumes a loader of ``config`` exactly."""
-    # States written before the loader was elastic also list the shard in their config (and
-    # their fingerprint covers it): compare without it, but check the fingerprint against the
-    # config the state carries, so a damaged or edited state is refused.
-    if not isinstance(state, dict):
-        raise TypeError(f"a loader state is a dict from state_dict(), got {type(state).__name__}")
-    full = dict(state.get("config") or {})
-    theirs = {k: v for k, v in full.items() if k not in ("shard_index", "shard_count")}
-    if theirs != config or state.get("fingerprint") != _fingerprint(full) or "step" not in state:
-        diff = {k: (theirs.get(k), v) for k, v in config.items() if theirs.get(k) != v}
-        why = f"the state is from a different DataLoader config (theirs, ours): {diff}"
-        if "batch_size" in diff:
-            why += "; the global batch_size must stay the same to resume exactly"
-        raise ValueError(why)
-    if int(state["step"]) < 0:
-        raise ValueError(f"the state's step must be >= 0, got {state['step']}")
-    if "mix" in config and len(state.get("positions") or ()) != len(config["mix"]):
-        raise ValueError("the state has no stream positions for this mix")
+                t.join(max(0.0, deadline - self.clock()))
 
 
 def _identity(batch: Batch) -> Batch:
@@ -211,19 +183,13 @@ class _BatchSource:
     """The gather half of a step: the sampler's indices, this shard's slice of them, one read
     per stream. Pickles (streams by path), so worker processes gather for themselves."""
 
-    def __init__(
-        self, streams: dict[str, Stream], sampler: Sampler | MixSampler, batch_size: int, shard_index: int, shard_count: int
-    ) -> None:
+    def __init__(self, streams: dict[str, Stream], sampler: Sampler | MixSampler, shard: Shard) -> None:
         self.streams = streams
         self.sampler = sampler
-        self.per_shard = batch_size // shard_count
-        self.shard_index = shard_index
-        self.sharded = shard_count > 1
+        self.shard = shard
 
     def batch(self, step: int) -> Batch:
-        idxs = self.sampler.batch_at(step)
-        if self.sharded:
-            idxs = idxs[self.shard_index * self.per_shard : (self.shard_index + 1) * self.per_shard]
+        idxs = self.shard.take(self.sampler.batch_at(step))
         return {name: ds.__getitems__(idxs) for name, ds in self.streams.items()}
 
 
@@ -325,43 +291,33 @@ class DataLoader(Generic[_T]):
             raise ValueError(f"all streams must have the same length, got {lengths}")
         if num_workers is None:
             num_workers = default_workers()
-        for name, value in (("num_workers", num_workers), ("prefetch_size", prefetch_size), ("shard_count", shard_count)):
+        for name, value in (("num_workers", num_workers), ("prefetch_size", prefetch_size)):
             if int(value) < 1:
                 raise ValueError(f"{name} must be at least 1, got {value}")
-        if not 0 <= int(shard_index) < int(shard_count):
-            raise ValueError(f"shard_index must be in 0..{shard_count - 1}, got {shard_index}")
-        if int(batch_size) % int(shard_count):
-            raise ValueError(
-                f"the global batch_size {batch_size} is not divisible by shard_count {shard_count}; "
-                f"use a multiple of {shard_count}"
-            )
+        self._shard = Shard.of(shard_index, shard_count)
+        self._shard.per(int(batch_size))  # the shard count must divide the global batch
         self.length = next(iter(lengths.values()))
         self.sampler: Sampler | MixSampler = _mix if _mix is not None else Sampler(self.length, batch_size, mode, seed)
-        if shard_count > 1 and _mix is None and self.sampler._s.batch_len != int(batch_size):
+        if self._shard.count > 1 and _mix is None and self.sampler._s.batch_len != int(batch_size):
             raise ValueError(f"a CYCLIC batch of {self.length} < batch_size records cannot be sharded")
         self.batch_size = int(batch_size)
         self.num_workers = int(num_workers)
         self.prefetch_size = int(prefetch_size)
-        self.shard_index = int(shard_index)
-        self.shard_count = int(shard_count)
+        self.shard_index = self._shard.index
+        self.shard_count = self._shard.count
         self.transform = transform
         if workers not in ("threads", "processes"):
             raise ValueError(f"workers must be 'threads' or 'processes', got {workers!r}")
         if workers == "processes" and os.name != "posix":
             raise NotImplementedError("workers='processes' needs a POSIX system; use workers='threads'")
         self.workers = workers
-        self._source = _BatchSource(self.streams, self.sampler, self.batch_size, self.shard_index, self.shard_count)
+        self._source = _BatchSource(self.streams, self.sampler, self._shard)
         if workers == "processes":
             self._process_spec()  # an unpicklable transform fails here, not in a worker
         # What a state must match to resume exactly. Not the shard: batches are global (see
         # the module doc, "Elastic").
-        config: dict[str, Any] = {
-            "length": self.length,
-            "batch_size": self.batch_size,
-            "mode": int(self.sampler.mode),
-            "seed": self.sampler.seed,
-            "streams": sorted(self.streams),
-        }
+        config = base_config(self.length, self.batch_size, int(self.sampler.mode), self.sampler.seed)
+        config["streams"] = sorted(self.streams)
         if _mix is not None:
             # A state loads with new weights, never into another set of datasets.
             config["mix"] = _mix.lengths
@@ -374,7 +330,6 @@ class DataLoader(Generic[_T]):
             # stores (even of the same total length) is refused.
             config["stores"] = listed
         self._config = config
-        self._fingerprint = _fingerprint(config)
         self._start = 0
         # Guards _pipeline: its creation, seek and close. Replaced in a forked child (see
         # _guard), where a parent thread may have held it at the moment of the fork.
@@ -465,33 +420,37 @@ class DataLoader(Generic[_T]):
             self._start = step
 
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to resume exactly: the next step and the config's fingerprint. The
-        same on every rank (``shard_count`` is kept for information only)."""
-        return self._state_at(self.step)
+        """Everything needed to resume exactly, as a dict of JSON types: the state format's
+        ``version``, the next ``step``, the ``config`` it must match and its ``fingerprint``,
+        ``shard_count`` (for information only: the state is the same on every rank) and, for a
+        mix, the ``weights`` and each source's stream ``positions``. See
+        :class:`loaderx._state.LoaderState` for every field."""
+        return self._state_at(self.step).to_dict()
 
-    def _state_at(self, step: int) -> dict[str, Any]:
+    def _state_at(self, step: int) -> LoaderState:
         """The state of this loader when ``step`` is the next batch to take."""
-        state: dict[str, Any] = {
-            "step": int(step),
-            "fingerprint": self._fingerprint,
-            "config": dict(self._config),
-            "shard_count": self.shard_count,
-        }
-        if "mix" in self._config:
-            state["weights"] = list(self.sampler.weights)  # type: ignore[union-attr]  # a MixSampler
-            state["positions"] = self.sampler.positions_at(state["step"])  # type: ignore[union-attr]
-        return state
+        if "mix" not in self._config:
+            return LoaderState(int(step), dict(self._config), self.shard_count)
+        mix = cast("MixSampler", self.sampler)
+        positions = tuple(mix.positions_at(int(step)))
+        return LoaderState(int(step), dict(self._config), self.shard_count, tuple(mix.weights), positions)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Resume from :meth:`state_dict`, saved by any rank with any ``shard_count``. A state
-        from a different config (seed, mode, length, streams or global ``batch_size``) is
-        refused with the differences."""
-        _check_state(self._config, state)
-        if "mix" in self._config:
+        """Resume from :meth:`state_dict`, saved by any rank with any ``shard_count``, by this
+        loaderx or an earlier one (0.10.0 on). A state from a different config (seed, mode,
+        length, streams or global ``batch_size``) is refused with the differences, and a damaged
+        state or one from a newer loaderx says so; each is a
+        :class:`~loaderx.errors.BadArgumentError` (a ValueError)."""
+        self._load_state(state)
+
+    def _load_state(self, state: object) -> LoaderState:
+        loaded = LoaderState.load(state, self._config)
+        if loaded.positions is not None and "mix" in self._config:
             with self._guard():
                 self._stop_pipeline()
-                self.sampler.rebase(state["step"], state["positions"])  # type: ignore[union-attr]  # a MixSampler
-        self.seek(state["step"])
+                cast("MixSampler", self.sampler).rebase(loaded.step, loaded.positions)
+        self.seek(loaded.step)
+        return loaded
 
     def __reduce__(self) -> tuple[Any, ...]:
         """A loader pickles as its config and its position (the next step), never its workers:

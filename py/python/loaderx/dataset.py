@@ -27,8 +27,8 @@ import numpy.typing as npt
 
 from . import _loaderx
 from .arrow import Exports
-from .manifest import _manifest_file, _Records
 from .errors import StoreClosedError, StoreNotFoundError
+from .manifest import _manifest_file, _Records
 from .zrecord import CODECS, SCHEMA, Zrecord, _engine_ready, _indices, _location, _shown
 
 if TYPE_CHECKING:

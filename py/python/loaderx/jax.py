@@ -9,7 +9,8 @@ devices of all processes). Invariants:
   processes and devices. ``np.asarray`` of it (gathered, on one process) equals batch ``k`` of
   the base DataLoader with the same config, and it depends only on ``(seed, k)`` and the config.
 * Each process gathers only its slice: rows ``[i * b, (i + 1) * b)`` of the global batch, with
-  ``i = shard_index`` and ``b = batch_size // shard_count``, read by this process's workers and
+  ``i = shard_index`` and ``b = batch_size // shard_count`` (the rule of
+  :class:`loaderx._state.Shard`, the base loader's), read by this process's workers and
   placed on this process's devices only. ``shard_index``/``shard_count`` default to
   :func:`loaderx.dataloader.jax_shard` (``jax.process_index()`` of ``jax.process_count()``).
   The sharding must put exactly those rows on this process's devices, which construction
@@ -39,6 +40,7 @@ except ImportError as e:
     raise missing(e, "loaderx.jax", "jax", "pip install jax") from None
 
 from . import dataloader as _base
+from ._state import Shard
 
 if TYPE_CHECKING:
     from ._typing import Stream
@@ -98,11 +100,8 @@ class DataLoader(_base.DataLoader[Any]):
         shard_count: int | None = None,
         **kwargs: Any,
     ) -> None:
-        if shard_index is None or shard_count is None:
-            place = _base.jax_shard()
-            shard_index = place["shard_index"] if shard_index is None else shard_index
-            shard_count = place["shard_count"] if shard_count is None else shard_count
-        super().__init__(streams, *args, shard_index=shard_index, shard_count=shard_count, **kwargs)
+        shard = Shard.of(shard_index, shard_count, Shard.jax)
+        super().__init__(streams, *args, shard_index=shard.index, shard_count=shard.count, **kwargs)
         self.sharding = _default_sharding() if sharding is None else sharding
         self._check_sharding()
 
@@ -114,7 +113,7 @@ class DataLoader(_base.DataLoader[Any]):
                 f"the sharding spans {len(processes)} processes of {jax.process_count()}, so shard_count must be "
                 f"jax.process_count() = {jax.process_count()}, got {count}"
             )
-        per = self.batch_size // count
+        per = self._shard.per(self.batch_size)
         parts, runs = _layout(spec)
         if per % parts:
             raise ValueError(
@@ -122,11 +121,12 @@ class DataLoader(_base.DataLoader[Any]):
                 f"by the {parts} shards the sharding splits it into on this process's "
                 f"{len(spec.addressable_devices)} devices; use a batch_size that is a multiple of {count * parts}"
             )
-        if runs != [(Fraction(index, count), Fraction(index + 1, count))]:
+        mine = self._shard.rows(self.batch_size)
+        if runs != [self._shard.fraction()]:
             held = ", ".join(f"[{float(a * self.batch_size):g}, {float(b * self.batch_size):g})" for a, b in runs)
             raise ValueError(
                 f"this process's devices hold rows {held} of each global batch of {self.batch_size} under the "
-                f"sharding, but shard {index} of {count} is rows [{index * per}, {(index + 1) * per}); use "
+                f"sharding, but shard {index} of {count} is rows [{mine.start}, {mine.stop}); use "
                 "shard_index=jax.process_index(), shard_count=jax.process_count() with a sharding over "
                 "jax.devices(), or a sharding over this process's devices with shard_count=1"
             )
@@ -134,7 +134,7 @@ class DataLoader(_base.DataLoader[Any]):
     def _global(self, path: Any, local: Any) -> Any:
         if not isinstance(local, np.ndarray):
             return local
-        per = self.batch_size // self.shard_count
+        per = self._shard.per(self.batch_size)
         if local.ndim == 0 or local.shape[0] != per:
             raise ValueError(
                 f"batch leaf {jax.tree_util.keystr(path)} has shape {local.shape}, but each leaf must have the "

@@ -18,9 +18,10 @@ spawn, ``pin_memory``) and with torchdata's ``StatefulDataLoader``:
 
 Resume. Each of :class:`IterableDataset` and :class:`BatchSampler` has ``state_dict`` and
 ``load_state_dict``, which is the protocol StatefulDataLoader looks for, so its checkpoints
-include the loader's position. Their states are loaderx loader states: global steps, the same
-on every rank, so a state saved by any rank with any shard count loads on any rank of any shard
-count (see :mod:`loaderx.dataloader`, "Elastic"). Without StatefulDataLoader, count the steps
+include the loader's position. Their states are loaderx loader states
+(:class:`loaderx._state.LoaderState`: versioned, and every earlier version loads): global steps,
+the same on every rank, so a state saved by any rank with any shard count loads on any rank of
+any shard count (see :mod:`loaderx.dataloader`, "Elastic"). Without StatefulDataLoader, count the steps
 taken and save ``state_dict(step=k)``. StatefulDataLoader itself refuses a different number of
 workers on resume; a state from ``state_dict(step=k)`` loads under any worker count.
 """
@@ -40,7 +41,8 @@ try:
 except ImportError as e:
     raise missing(e, "loaderx.torch", "torch", "pip install torch") from None
 
-from .dataloader import DataLoader, _check_state, _fingerprint, torch_shard
+from ._state import LoaderState, Shard, base_config
+from .dataloader import DataLoader
 from .sampler import Sampler
 
 if TYPE_CHECKING:
@@ -64,13 +66,6 @@ def to_torch(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return type(value)(to_torch(v) for v in value)
     return value
-
-
-def _shard(shard_index: int | None, shard_count: int | None) -> tuple[int, int]:
-    if shard_index is None and shard_count is None:
-        place = torch_shard()
-        return place["shard_index"], place["shard_count"]
-    return int(shard_index or 0), int(1 if shard_count is None else shard_count)
 
 
 class IterableDataset(_tud.IterableDataset):
@@ -124,7 +119,7 @@ class IterableDataset(_tud.IterableDataset):
         records in each worker)."""
         if step is None:
             step = self._base if self._next is None else self._resume_base()
-        return self.loader._state_at(step)
+        return self.loader._state_at(step).to_dict()
 
     def _resume_base(self) -> int:
         # In worker w of W, after yielding step s the next is s + W: recording (next - w) as
@@ -135,8 +130,7 @@ class IterableDataset(_tud.IterableDataset):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume at the state's step (refused, with the differences, when the state comes from
         another loader config)."""
-        self.loader.load_state_dict(state)
-        self._base, self._next = int(state["step"]), None
+        self._base, self._next = self.loader._load_state(state).step, None
 
 
 class _Rows:
@@ -215,13 +209,14 @@ class BatchSampler(_tud.Sampler):
         mode (str | int): Sampler mode, ``"sequential"``, ``"iid"`` (the default) or ``"cyclic"``
             (or 0, 1, 2; see :mod:`loaderx.sampler`).
         seed (int): Defaults to 42.
-        shard_index, shard_count (int): This rank's place; default to torch.distributed's rank
-            and world size (0 of 1 when it is not initialised).
+        shard_index, shard_count (int): This rank's place; each defaults to torch.distributed's
+            rank or world size (0 of 1 when it is not initialised).
         steps (int): Batches per iteration (a torch "epoch"); each iteration continues where the
             last one stopped. ``None`` (the default) iterates without end.
 
     Step ``k``'s global batch is ``Sampler(length, batch_size, mode, seed).batch_at(k)``; rank
-    ``r`` of ``R`` takes its ``r``-th slice of ``batch_size / R`` indices.
+    ``r`` of ``R`` takes its ``r``-th slice of ``batch_size / R`` indices (the rule of
+    :class:`loaderx._state.Shard`, as in the DataLoader).
     """
 
     def __init__(
@@ -236,20 +231,15 @@ class BatchSampler(_tud.Sampler):
         steps: int | None = None,
     ) -> None:
         self.sampler = Sampler(length, batch_size, mode, seed)
-        self.shard_index, self.shard_count = _shard(shard_index, shard_count)
-        if self.shard_count < 1 or not 0 <= self.shard_index < self.shard_count:
-            raise ValueError(f"shard_index must be in 0..shard_count-1, got {self.shard_index} of {self.shard_count}")
-        if self.sampler._s.batch_len % self.shard_count:
-            raise ValueError(
-                f"the global batch of {self.sampler._s.batch_len} records is not divisible by shard_count "
-                f"{self.shard_count}"
-            )
+        self._shard = Shard.of(shard_index, shard_count, Shard.torch)
+        self.shard_index, self.shard_count = self._shard.index, self._shard.count
+        self._rows = self._shard.rows(self.sampler._s.batch_len)  # the global batch must split evenly
         if steps is not None and int(steps) < 1:
             raise ValueError(f"steps must be at least 1 or None, got {steps}")
         self.steps = None if steps is None else int(steps)
-        self._per_shard = self.sampler._s.batch_len // self.shard_count
         self._next = 0
-        self._loader_like = _StateRules(self.sampler)
+        s = self.sampler
+        self._config = base_config(s.length, s.batch_size, int(s.mode), s.seed)
 
     def __len__(self) -> int:
         if self.steps is None:
@@ -258,35 +248,16 @@ class BatchSampler(_tud.Sampler):
 
     def __iter__(self) -> Iterator[list[int]]:
         end = None if self.steps is None else self._next + self.steps
-        lo = self.shard_index * self._per_shard
         while end is None or self._next < end:
-            idxs = self.sampler.batch_at(self._next)[lo : lo + self._per_shard]
+            idxs = self.sampler.batch_at(self._next)[self._rows]
             self._next += 1
             yield idxs.tolist()
 
     def state_dict(self, step: int | None = None) -> dict[str, Any]:
         """The loader state at ``step`` (default: the next step this sampler hands out)."""
-        return self._loader_like.state_at(self._next if step is None else step)
+        return LoaderState(self._next if step is None else int(step), dict(self._config), self.shard_count).to_dict()
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self._loader_like.check(state)
-        self._next = int(state["step"])
-
-
-class _StateRules:
-    """Loader states for a bare sampler, built and checked by the DataLoader's rules."""
-
-    def __init__(self, sampler: Sampler) -> None:
-        self._config = {
-            "length": sampler.length,
-            "batch_size": sampler.batch_size,
-            "mode": int(sampler.mode),
-            "seed": sampler.seed,
-        }
-        self._fingerprint = _fingerprint(self._config)
-
-    def state_at(self, step: int) -> dict[str, Any]:
-        return {"step": int(step), "fingerprint": self._fingerprint, "config": dict(self._config)}
-
-    def check(self, state: dict[str, Any]) -> None:
-        _check_state(self._config, state)
+        """Continue at the state's step (refused, with the differences, when the state comes
+        from another length, batch size, mode or seed)."""
+        self._next = LoaderState.load(state, self._config).step

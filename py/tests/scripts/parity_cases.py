@@ -98,7 +98,7 @@ def content_of(z):
     offsets[1:] = np.cumsum(lengths)[:-1]
     dst = np.zeros(int(lengths.sum()), dtype=np.uint8)
     z.gather(np.arange(n, dtype=np.uint64), dst, offsets)
-    return [dst[int(o) : int(o + l)].tobytes().hex() for o, l in zip(offsets, lengths)]
+    return [dst[int(o) : int(o + n)].tobytes().hex() for o, n in zip(offsets, lengths)]
 
 
 def pack(recs):

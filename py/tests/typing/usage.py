@@ -83,7 +83,7 @@ def train(root: Path) -> None:
         assert_type(x, npt.NDArray[np.float32])
         assert x.shape == (10, 8, 8) and y.shape == (10,)
         scaled.seek(5)
-        for step, (x, _) in zip(range(2), scaled):
+        for _step, (x, _) in zip(range(2), scaled):
             assert_type(x, npt.NDArray[np.float32])
 
     more = {"image": DenseDataset(root / "more_images"), "label": DenseDataset(root / "more_labels")}

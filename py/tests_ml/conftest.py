@@ -1,0 +1,9 @@
+"""The require-all policy (py/tests/_require_all.py): under LOADERX_REQUIRE_ALL=1 a test that would
+skip because torch, JAX, Ray or another optional package is missing fails instead."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from _require_all import pytest_make_collect_report, pytest_runtest_makereport, pytest_terminal_summary  # noqa: E402, F401
