@@ -22,6 +22,7 @@
 //!
 //! Layout (each module's docs state its invariants; dependencies only point down the list):
 //! * `cli`: the `loaderx` command;
+//! * `records`: [`Records`], the one read interface of a store and of a manifest;
 //! * `many`: [`Many`]: a manifest's stores read as one, and manifest commits;
 //! * `store`: [`Store`]: one open store, local or remote: opening, and the public read and write
 //!   methods, which check arguments, take the locks and delegate to
@@ -55,6 +56,7 @@ mod many;
 mod map;
 mod options;
 mod reader;
+mod records;
 mod shared;
 mod source;
 mod sources;
@@ -72,6 +74,7 @@ pub use loaderx_core::schema::{Layout, Schema};
 pub use location::{check_writable, is_url};
 pub use many::{commit, identify, read_manifest, write_manifest, Found, Many};
 pub use options::{CacheConfig, RemoteOptions};
+pub use records::Records;
 pub use store::{OpenOptions, Stats, Store, VerifyReport};
 
 /// The test-only I/O fault seam (see `io.rs`).

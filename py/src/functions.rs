@@ -1,0 +1,33 @@
+//! The module's functions: the command-line tool, and the URL rules every front end shares.
+
+use pyo3::prelude::*;
+
+use crate::error::to_py;
+
+/// Runs the `loaderx` command-line tool (the native one) on `argv` (program name first) and
+/// returns its exit code. The GIL is released while it runs.
+#[pyfunction]
+pub(crate) fn cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> u8 {
+    py.detach(|| loaderx_native::cli::run(argv))
+}
+
+/// True for the URL forms a store opens by (`s3://`, `gs://`, `az://`, `http(s)://`).
+#[pyfunction]
+pub(crate) fn is_url(path: &str) -> bool {
+    loaderx_native::is_url(path)
+}
+
+/// `text` with every store URL in it shown without secrets: userinfo becomes `***@` and each
+/// query value `***` (`loaderx_core::url::redact`, the one rule of every front end).
+#[pyfunction]
+pub(crate) fn redact_url(text: &str) -> String {
+    loaderx_core::url::redact(text)
+}
+
+/// Raises `BadArgumentError` naming `path` when it is a URL (or one a path type collapsed, such
+/// as `s3:/b/x`): stores at URLs are read-only.
+#[pyfunction]
+pub(crate) fn check_writable(path: std::path::PathBuf) -> PyResult<()> {
+    loaderx_native::check_writable(&path.to_string_lossy()).map_err(to_py)
+}
+

@@ -1,0 +1,329 @@
+//! `Handle`: one open store, or one manifest's stores read as one, behind one class. Every read
+//! is declared once, over `loaderx_native::Records`; writes reach the store, and a manifest
+//! (read-only) refuses them.
+//!
+//! Each method converts its arguments, releases the GIL around anything that reads, writes or
+//! runs threads (`py.detach`), maps errors (`error.rs`), and stops there.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use loaderx_core::format::Codec;
+use loaderx_native::{CacheConfig, Many, Records, RemoteOptions, Result, Store};
+use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray1};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use crate::error::{argument, closed, to_py};
+use crate::{pool, schema, threads};
+
+/// A read-only 1-D uint8 array (record bytes).
+type Bytes<'py> = PyReadonlyArray1<'py, u8>;
+/// A read-only 1-D uint64 array (indices, offsets, sizes).
+pub(crate) type U64s<'py> = PyReadonlyArray1<'py, u64>;
+
+/// How stores behind URLs are reached, from the Python arguments.
+pub(crate) fn remote_options(
+    storage_options: Option<BTreeMap<String, String>>,
+    deadline: Option<f64>,
+    cache_dir: Option<PathBuf>,
+    cache_bytes: Option<u64>,
+) -> PyResult<RemoteOptions> {
+    let mut remote = RemoteOptions { options: storage_options.unwrap_or_default(), ..Default::default() };
+    remote.cache = match (cache_dir, cache_bytes) {
+        (Some(dir), Some(max_bytes)) => Some(CacheConfig { dir, max_bytes }),
+        (None, None) => None,
+        _ => return Err(argument("cache_dir and cache_bytes go together".into())),
+    };
+    if let Some(secs) = deadline {
+        remote.deadline = std::time::Duration::try_from_secs_f64(secs)
+            .map_err(|_| argument(format!("deadline must be a positive number of seconds, got {secs}")))?;
+    }
+    Ok(remote)
+}
+
+/// What a handle holds while open: what it reads through, and the store itself for writes
+/// (`None` for a manifest).
+#[derive(Clone)]
+struct Open {
+    records: Arc<dyn Records>,
+    store: Option<Arc<Store>>,
+}
+
+/// A store, or a manifest's stores, open. Thread-safe: every method may be called from any
+/// thread.
+#[pyclass(frozen, module = "loaderx._loaderx")]
+pub(crate) struct Handle {
+    inner: RwLock<Option<Open>>,
+}
+
+impl Handle {
+    fn get(&self) -> PyResult<Open> {
+        self.inner.read().unwrap_or_else(|e| e.into_inner()).clone().ok_or_else(closed)
+    }
+
+    fn records(&self) -> PyResult<Arc<dyn Records>> {
+        Ok(self.get()?.records)
+    }
+
+    /// The store, for a write; a manifest is refused.
+    fn store(&self, what: &str) -> PyResult<Arc<Store>> {
+        self.get()?.store.ok_or_else(|| argument(format!("a manifest is read-only: cannot {what}")))
+    }
+}
+
+#[pymethods]
+impl Handle {
+    /// Opens the store at `location` (a path or URL; created when `create` and there is none),
+    /// or with `manifest`, the manifest file at `location`.
+    #[new]
+    #[pyo3(signature = (location, create = false, manifest = false, storage_options = None, deadline = None, cache_dir = None, cache_bytes = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        location: PathBuf,
+        create: bool,
+        manifest: bool,
+        storage_options: Option<BTreeMap<String, String>>,
+        deadline: Option<f64>,
+        cache_dir: Option<PathBuf>,
+        cache_bytes: Option<u64>,
+    ) -> PyResult<Self> {
+        let remote = remote_options(storage_options, deadline, cache_dir, cache_bytes)?;
+        let open = if manifest {
+            let many = py.detach(|| Many::open(&location, &remote)).map_err(to_py)?;
+            Open { records: Arc::new(many), store: None }
+        } else {
+            let location = location.to_string_lossy().into_owned();
+            let store = Arc::new(py.detach(|| Store::open_location(&location, create, &remote)).map_err(to_py)?);
+            Open { records: store.clone(), store: Some(store) }
+        };
+        Ok(Handle { inner: RwLock::new(Some(open)) })
+    }
+
+    /// The schema, or None when there is none.
+    fn schema(&self, py: Python<'_>) -> PyResult<Option<schema::Schema>> {
+        let records = self.records()?;
+        let found = py.detach(|| records.schema()).map_err(to_py)?;
+        Ok(found.map(schema::Schema::from))
+    }
+
+    /// True when the records are read over the network (read-only).
+    #[getter]
+    fn remote(&self) -> PyResult<bool> {
+        Ok(self.records()?.is_remote())
+    }
+
+    /// A manifest's stores: (path as listed, records); empty for one store.
+    #[getter]
+    fn stores(&self) -> PyResult<Vec<(String, u64)>> {
+        Ok(self.records()?.listing())
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        Ok(self.records()?.len() as usize)
+    }
+
+    /// Releases the files (the handle is unusable afterwards). Idempotent.
+    fn close(&self) {
+        self.inner.write().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.read().unwrap_or_else(|e| e.into_inner()).is_none()
+    }
+
+    /// Logical lengths of records `idxs`.
+    fn lengths<'py>(&self, py: Python<'py>, idxs: U64s<'py>) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let records = self.records()?;
+        let idxs = idxs.as_slice()?;
+        let lens = py.detach(|| records.lengths(idxs)).map_err(to_py)?;
+        Ok(PyArray1::from_vec(py, lens))
+    }
+
+    /// Logical lengths of records `idxs`, each checked to fit `schema` (core's one rule).
+    fn lengths_fitting<'py>(
+        &self,
+        py: Python<'py>,
+        idxs: U64s<'py>,
+        schema: &schema::Schema,
+    ) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let (records, layout) = (self.records()?, schema.layout()?);
+        let idxs = idxs.as_slice()?;
+        let lens = py.detach(|| records.lengths_fitting(idxs, layout)).map_err(to_py)?;
+        Ok(PyArray1::from_vec(py, lens))
+    }
+
+    /// Decodes records `idxs` into the byte array `dst` at byte `offsets`.
+    fn gather(
+        &self,
+        py: Python<'_>,
+        idxs: U64s<'_>,
+        mut dst: PyReadwriteArray1<'_, u8>,
+        offsets: U64s<'_>,
+    ) -> PyResult<()> {
+        let records = self.records()?;
+        let (idxs, offsets) = (idxs.as_slice()?, offsets.as_slice()?);
+        let dst = dst.as_slice_mut()?;
+        py.detach(|| threads::run(|| records.gather(idxs, dst, offsets))).map_err(to_py)
+    }
+
+    /// Gathers records `idxs` of a ragged store, each checked to fit `schema`, back to back into
+    /// a new uint8 array (its memory recycled across batches); returns it with each record's
+    /// length in bytes. One call instead of three: lengths, offsets and the gather.
+    fn gather_ragged_new<'py>(
+        &self,
+        py: Python<'py>,
+        idxs: U64s<'py>,
+        schema: &schema::Schema,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let (records, layout) = (self.records()?, schema.layout()?);
+        let idxs = idxs.as_slice()?;
+        let (buffer, lens) = py
+            .detach(|| -> Result<_> {
+                let lens = records.lengths_fitting(idxs, layout)?;
+                let mut offsets = Vec::with_capacity(lens.len());
+                let mut total = 0u64;
+                for &n in &lens {
+                    offsets.push(total);
+                    total += u64::from(n);
+                }
+                // u32 lengths summed in u64 cannot overflow; the sum must still fit this machine.
+                let total = usize::try_from(total)
+                    .map_err(|_| loaderx_native::Error::BadArgument("batch too large".into()))?;
+                let mut buffer = pool::take_varying(total);
+                threads::run(|| records.gather(idxs, buffer.as_mut_slice(), &offsets))?;
+                Ok((buffer, lens))
+            })
+            .map_err(to_py)?;
+        let array = pool::into_array(py, buffer)?;
+        PyTuple::new(py, [array.into_any(), PyArray1::from_vec(py, lens).into_any()])
+    }
+
+    /// Gathers records `idxs`, each exactly `stride` bytes, into a new uint8 array of
+    /// `len(idxs) * stride` bytes (its memory is recycled across batches of the same size).
+    fn gather_fixed_new<'py>(
+        &self,
+        py: Python<'py>,
+        idxs: U64s<'py>,
+        stride: u64,
+    ) -> PyResult<Bound<'py, PyArray1<u8>>> {
+        let records = self.records()?;
+        let idxs = idxs.as_slice()?;
+        let len = (idxs.len() as u64)
+            .checked_mul(stride)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| argument("batch too large".into()))?;
+        let mut buffer = pool::take(len);
+        py.detach(|| threads::run(|| records.gather_fixed(idxs, buffer.as_mut_slice(), stride))).map_err(to_py)?;
+        pool::into_array(py, buffer)
+    }
+
+    /// Decodes records `idxs`, each exactly `stride` bytes, into rows `positions` of the byte
+    /// array `dst`.
+    fn gather_rows(
+        &self,
+        py: Python<'_>,
+        idxs: U64s<'_>,
+        mut dst: PyReadwriteArray1<'_, u8>,
+        positions: U64s<'_>,
+        stride: u64,
+    ) -> PyResult<()> {
+        let records = self.records()?;
+        let (idxs, positions) = (idxs.as_slice()?, positions.as_slice()?);
+        let dst = dst.as_slice_mut()?;
+        py.detach(|| threads::run(|| records.gather_rows(idxs, dst, positions, stride))).map_err(to_py)
+    }
+
+    /// Storage usage: records, live_bytes, chunk_bytes, reclaimable.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let records = self.records()?;
+        let s = py.detach(|| records.stats()).map_err(to_py)?;
+        let d = PyDict::new(py);
+        d.set_item("records", s.records)?;
+        d.set_item("live_bytes", s.live_bytes)?;
+        d.set_item("chunk_bytes", s.chunk_bytes)?;
+        d.set_item("reclaimable", s.reclaimable)?;
+        Ok(d)
+    }
+
+    /// Decodes every record; returns `(checked, [(index, reason), ...])`.
+    fn verify(&self, py: Python<'_>) -> PyResult<(u64, Vec<(u64, String)>)> {
+        let records = self.records()?;
+        let report = py.detach(|| records.verify(&mut |_, _| {}));
+        Ok((report.checked, report.bad))
+    }
+
+    /// Makes appended records durable (nothing to do for a manifest or a remote store).
+    fn sync(&self, py: Python<'_>) -> PyResult<()> {
+        match self.get()?.store {
+            Some(store) => py.detach(|| store.sync()).map_err(to_py),
+            None => Ok(()),
+        }
+    }
+
+    /// True if the store has a dictionary (a manifest: never).
+    fn has_dict(&self) -> PyResult<bool> {
+        Ok(self.get()?.store.is_some_and(|s| s.has_dict()))
+    }
+
+    /// Appends the records packed in `src` (record k starts at `offsets[k]`); returns the first
+    /// new index.
+    fn append(&self, py: Python<'_>, src: Bytes<'_>, offsets: U64s<'_>, codec_tag: u8) -> PyResult<u64> {
+        let store = self.store("append")?;
+        let codec = Codec::from_tag(codec_tag).ok_or_else(|| argument(format!("unknown codec tag {codec_tag}")))?;
+        let (src, offsets) = (src.as_slice()?, offsets.as_slice()?);
+        py.detach(|| threads::run(|| store.append(src, offsets, codec))).map_err(to_py)
+    }
+
+    fn delete(&self, py: Python<'_>, idxs: U64s<'_>) -> PyResult<()> {
+        let store = self.store("delete")?;
+        let idxs = idxs.as_slice()?;
+        py.detach(|| store.delete(idxs)).map_err(to_py)
+    }
+
+    fn compact(&self, py: Python<'_>) -> PyResult<()> {
+        let store = self.store("compact")?;
+        py.detach(|| store.compact()).map_err(to_py)
+    }
+
+    fn train_dict(&self, py: Python<'_>, samples: Bytes<'_>, sizes: U64s<'_>, target: usize) -> PyResult<usize> {
+        let store = self.store("train a dictionary")?;
+        let samples = samples.as_slice()?;
+        let sizes: Vec<usize> = sizes.as_slice()?.iter().map(|&s| s as usize).collect();
+        py.detach(|| store.train_dict(samples, &sizes, target)).map_err(to_py)
+    }
+
+    /// Trains the dictionary on the batch packed in `src` by the converters' rule (up to 8192
+    /// evenly spaced records; `capacity` bytes, by default 1% of the sample within 8 KiB..1 MiB).
+    #[pyo3(signature = (src, offsets, capacity = None))]
+    fn train_dict_for(
+        &self,
+        py: Python<'_>,
+        src: Bytes<'_>,
+        offsets: U64s<'_>,
+        capacity: Option<usize>,
+    ) -> PyResult<usize> {
+        let store = self.store("train a dictionary")?;
+        let (src, offsets) = (src.as_slice()?, offsets.as_slice()?);
+        py.detach(|| store.train_dict_for(src, offsets, capacity)).map_err(to_py)
+    }
+}
+
+/// Adds `stores` (as they should be listed: relative to the manifest's directory, absolute, or
+/// URLs) to the manifest at `path`, creating it if needed; every store is opened and checked
+/// first, then the manifest is replaced atomically. Returns the listed stores.
+#[pyfunction]
+#[pyo3(signature = (path, stores, storage_options = None))]
+pub(crate) fn commit(
+    py: Python<'_>,
+    path: PathBuf,
+    stores: Vec<String>,
+    storage_options: Option<BTreeMap<String, String>>,
+) -> PyResult<Vec<(String, u64)>> {
+    let remote = remote_options(storage_options, None, None, None)?;
+    let m = py.detach(|| loaderx_native::commit(&path, &stores, &remote)).map_err(to_py)?;
+    Ok(m.stores().iter().map(|e| (e.path.clone(), e.length)).collect())
+}
