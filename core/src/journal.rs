@@ -40,7 +40,7 @@ const SUM_LEN: usize = 8;
 
 /// A journal that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("delete journal is damaged: {0}")]
+#[error("delete.journal is damaged: {0}")]
 pub struct JournalError(&'static str);
 
 /// The outcome of one delete: the table after it, as far as it differs from the table before.

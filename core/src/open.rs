@@ -177,6 +177,19 @@ pub fn open(header: Header, fetched: Fetched) -> Result<StoreView, OpenError> {
     })
 }
 
+/// The journal rule's second half: `journal` applies to a table of `table_length` entries
+/// ([`DeleteJournal::applies_to`]), else it is [`OpenError::JournalMismatch`].
+pub fn check_applies(journal: &DeleteJournal, table_length: u32) -> Result<(), OpenError> {
+    if journal.applies_to(table_length) {
+        return Ok(());
+    }
+    Err(OpenError::JournalMismatch {
+        old_length: journal.old_length,
+        new_length: journal.new_length,
+        table_length,
+    })
+}
+
 /// The entries of a standing delete journal, which take the place of the table's.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Overlay {
@@ -188,13 +201,7 @@ impl Overlay {
     /// and apply to that length.
     pub fn parse(bytes: &[u8], table_length: u32) -> Result<Overlay, OpenError> {
         let journal = DeleteJournal::parse(bytes)?;
-        if !journal.applies_to(table_length) {
-            return Err(OpenError::JournalMismatch {
-                old_length: journal.old_length,
-                new_length: journal.new_length,
-                table_length,
-            });
-        }
+        check_applies(&journal, table_length)?;
         Ok(Overlay { journal: Some(journal) })
     }
 
@@ -283,7 +290,7 @@ pub enum OpenError {
     Journal(#[from] JournalError),
     /// `delete.journal` records a delete from another table length.
     #[error(
-        "delete journal is damaged: it records a delete from {old_length} to {new_length} records, \
+        "delete.journal is damaged: it records a delete from {old_length} to {new_length} records, \
          but the table holds {table_length}"
     )]
     JournalMismatch { old_length: u32, new_length: u32, table_length: u32 },
@@ -441,7 +448,7 @@ mod tests {
             let err = open(header, fetched(Some(bad))).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
             assert_eq!(err.location(), Some(Location::file(StoreFile::Journal)), "{err}");
-            assert!(err.to_string().contains("delete journal"), "{err}");
+            assert!(err.to_string().contains("delete.journal is damaged"), "{err}");
         }
     }
 

@@ -206,7 +206,7 @@ fn a_damaged_journal_is_corrupt_naming_it_locked_or_not() {
             let lock = locked.then(|| hold_lock(dir.path()));
             let err = Store::open(dir.path()).unwrap_err();
             assert_corrupt_journal(&err);
-            assert!(err.to_string().contains("delete journal"), "{err}");
+            assert!(err.to_string().contains("delete.journal is damaged"), "{err}");
             drop(lock);
             assert_eq!(fs::read(&path).unwrap(), bytes, "a damaged journal is left as it is");
         }
