@@ -248,7 +248,7 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
       } catch (e) {
         throw argumentError(e, 'cannot open a store from this value');
       }
-      return (elsewhere && elsewhere(src, opts)) || openHere(src);
+      return elsewhere?.(src, opts) || openHere(src);
     }
 
     /** Live records. */
