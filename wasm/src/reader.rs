@@ -16,7 +16,7 @@ use loaderx_core::view::ElementView;
 use std::sync::Arc;
 use wasm_bindgen::prelude::*;
 
-use crate::error::{argument, js, not_an_index, to_js};
+use crate::error::{argument, js, to_js};
 
 /// Largest decoded output of one call (512 MiB).
 pub const MAX_OUT: u64 = 512 << 20;
@@ -363,18 +363,7 @@ impl Reader {
     /// JavaScript numbers as store indices: whole and non-negative here (the edge), below the
     /// length by core's one rule.
     fn indices(&self, xs: &[f64]) -> Result<Vec<u64>, JsValue> {
-        let length = u64::from(self.header.length);
-        let mut indices = Vec::with_capacity(xs.len());
-        for &x in xs {
-            if !(x >= 0.0 && x.fract() == 0.0 && x < 2f64.powi(64)) {
-                // The first bad element is the one named, whichever rule it breaks.
-                read::check_indices(&indices, length).map_err(js)?;
-                return Err(not_an_index(x, length));
-            }
-            indices.push(x as u64);
-        }
-        read::check_indices(&indices, length).map_err(js)?;
-        Ok(indices)
+        crate::error::indices(xs, u64::from(self.header.length))
     }
 
     fn entries(&self, indices: &[f64]) -> Result<Vec<(u64, loaderx_core::format::RecordLoc)>, JsValue> {
