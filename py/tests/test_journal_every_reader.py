@@ -5,19 +5,14 @@ disk: a local open while a live writer holds the lock, and the remote reader ove
 S3 (moto). A damaged journal is a CorruptStoreError naming delete.journal in each of them."""
 
 import fcntl
-import os
 import shutil
-import socket
-import subprocess
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from test_remote_http import NGINX
 from test_remote_s3 import BUCKET, s3  # noqa: F401  (the moto S3 server fixture)
 
-from _lxhelpers import free_port
+from _lxhelpers import NGINX, nginx_serving
 from loaderx import errors
 from loaderx.zrecord import Zrecord
 
@@ -111,29 +106,10 @@ def test_a_damaged_journal_is_corrupt_locally_locked_or_not(tmp_path, stores, ca
 def http(tmp_path_factory, stores):
     if NGINX is None:
         pytest.skip("nginx is not installed (scripts/setup.sh installs nginx-light)")
-    conf = tmp_path_factory.mktemp("nginx-journal")
-    port = free_port()
-    for t in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
-        (conf / t).mkdir()
-    temps = "\n".join(f"    {t}_temp_path {conf}/{t};" for t in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
-    # As root, nginx's workers would run as nobody and could not read pytest's private tmp dirs.
-    user = "user root root;" if os.geteuid() == 0 else ""
-    (conf / "nginx.conf").write_text(
-        f"daemon off;\n{user}\npid {conf}/pid;\nevents {{ worker_connections 16; }}\n"
-        f"http {{\n    access_log off;\n{temps}\n    server {{ listen 127.0.0.1:{port}; root {stores}; }}\n}}\n"
-    )
-    proc = subprocess.Popen([NGINX, "-p", str(conf), "-e", str(conf / "error.log"), "-c", str(conf / "nginx.conf")])
-    try:
-        deadline = time.monotonic() + 10
-        while proc.poll() is None and time.monotonic() < deadline:
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with nginx_serving(
+        tmp_path_factory.mktemp("nginx-journal"), f"        root {stores};", "/finished/meta.zr"
+    ) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")
