@@ -149,7 +149,7 @@ release-check: setup js-build
 ## py-build), mypy --strict over the Python package and py/tests/typing (a typed script over the
 ## public API, and misuse it must reject; config in py/pyproject.toml), ruff over every Python file
 ## of the package, the tests and the scripts (config in py/pyproject.toml), and tsc over the js
-## package (its sources import js/pkg, so it needs js-build).
+## package (its sources import js/pkg, so it needs js-build) and biome over its JS (js/biome.json).
 lint: setup py-build js-build
 	$(CARGO) fmt --all --check
 	$(CARGO) fmt --check --manifest-path fuzz/Cargo.toml
@@ -158,6 +158,7 @@ lint: setup py-build js-build
 	$(PY) -m mypy --strict --config-file py/pyproject.toml py/python/loaderx py/tests/typing
 	$(CURDIR)/.venv/bin/ruff check --config py/pyproject.toml py/python py/tests py/tests_ml tests scripts
 	cd js && npm run typecheck
+	cd js && npm run lint
 
 ## Each cargo-fuzz target for FUZZ_SECONDS (nightly, libFuzzer), seeded from the fixtures.
 ## Crashers land in fuzz/artifacts/<target>/; commit them to fuzz/regressions/<target>/.

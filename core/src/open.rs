@@ -68,9 +68,20 @@ pub fn chunk_id(name: &str) -> Option<u16> {
     stem.parse().ok().filter(|&id| u64::from(id) < MAX_CHUNKS)
 }
 
+/// Which store file `name` is (`None` for a name that is no store file's).
+pub fn store_file(name: &str) -> Option<StoreFile> {
+    Some(match name {
+        META_FILE => StoreFile::Meta,
+        DICT_FILE => StoreFile::Dict,
+        SCHEMA_FILE => StoreFile::Schema,
+        JOURNAL_FILE => StoreFile::Journal,
+        _ => StoreFile::Chunk(chunk_id(name)?),
+    })
+}
+
 /// True for a file name that belongs to a store (not `*.tmp` leftovers, not a manifest).
 pub fn is_store_file(name: &str) -> bool {
-    name == META_FILE || SIDE_FILES.contains(&name) || chunk_id(name).is_some()
+    store_file(name).is_some()
 }
 
 /// Largest size of side file `name` (one of [`SIDE_FILES`]) a reader fetches.

@@ -24,7 +24,9 @@ export interface Store extends StoreApi {
 }
 export declare class Store {
   private constructor();
-  /** Always a promise: a value that makes no source rejects with LOADERX_ARGUMENT. */
+  /** Always a promise: a value that makes no source rejects with LOADERX_ARGUMENT. A manifest
+   *  (its URL, picked files holding manifest.json, `{name: Blob|bytes}` holding it) resolves to
+   *  a `ManifestStoreApi` over its stores (see README, Manifests). */
   static open(source: Openable, options?: OpenOptions): Promise<Store>;
 }
 

@@ -107,6 +107,14 @@ async function openManifest(place, open, wasm) {
   }
 }
 
+/** Calls `put(position, results, j)` for the `j`-th record of each store's share (`got[k]` are
+ *  part `k`'s results), `position` being its place in the request. */
+function scatter(parts, got, put) {
+  parts.forEach((p, k) => {
+    p.positions.forEach((pos, j) => { put(pos, got[k], j); });
+  });
+}
+
 /** Only `Store.open` constructs a ManifestStore. */
 const KEY = Symbol('loaderx manifest');
 
@@ -174,7 +182,7 @@ export class ManifestStore {
   async #each(method, indices) {
     const { idx, parts, got } = await this.#parts(indices, (s, local) => s[method](local));
     const out = new Array(idx.length);
-    parts.forEach((p, k) => p.positions.forEach((pos, j) => { out[pos] = got[k][j]; }));
+    scatter(parts, got, (pos, mine, j) => { out[pos] = mine[j]; });
     return out;
   }
 
@@ -182,20 +190,20 @@ export class ManifestStore {
   async lengths(indices) {
     const { idx, parts, got } = await this.#parts(indices, (s, local) => s.lengths(local));
     const out = new Float64Array(idx.length);
-    parts.forEach((p, k) => p.positions.forEach((pos, j) => { out[pos] = got[k][j]; }));
+    scatter(parts, got, (pos, mine, j) => { out[pos] = mine[j]; });
     return out;
   }
 
   /** Records as typed arrays, as a store gives them (dense: one array `[n, ...itemShape]`). */
   async gather(indices) {
     const s = this.schema;
-    if (!s || s.kind !== 'dense') return this.#each('gather', indices);
+    if (s?.kind !== 'dense') return this.#each('gather', indices);
     const { idx, parts, got } = await this.#parts(indices, (st, local) => st.gather(local));
     const tail = s.extraDim == null ? s.itemShape : [...s.itemShape, s.extraDim];
     const per = tail.reduce((a, b) => a * b, 1);
     const C = globalThis[s.arrayType];
     const out = new C(idx.length * per);
-    parts.forEach((p, k) => p.positions.forEach((pos, j) => { out.set(got[k].subarray(j * per, (j + 1) * per), pos * per); }));
+    scatter(parts, got, (pos, mine, j) => { out.set(mine.subarray(j * per, (j + 1) * per), pos * per); });
     out.shape = [idx.length, ...tail];
     return out;
   }

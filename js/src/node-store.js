@@ -134,7 +134,7 @@ class Host {
   /** Settles the replies already in. A caller whose calls never leave microtasks (sync reads,
    *  cached table pages: `await` after `await`) never lets the event loop deliver them. */
   drain() {
-    for (let got; (got = receiveMessageOnPort(this.port));) this.settle(got.message);
+    for (let got = receiveMessageOnPort(this.port); got; got = receiveMessageOnPort(this.port)) this.settle(got.message);
   }
 
   settle({ id, value, error }) {

@@ -16,7 +16,9 @@ export declare class Store {
    * A directory path, a file: URL (string or URL), an http(s) URL, a Source, `{name: Blob}` or
    * `{name: bytes}`. `options.timeout` / `options.signal` go to a URL's HttpSource. Always a
    * promise: anything else (undefined, null, a number, a Promise, an ftp:// or s3:// URL, the
-   * path of meta.zr or another file) rejects with LOADERX_ARGUMENT.
+   * path of meta.zr or another file) rejects with LOADERX_ARGUMENT. A manifest (a directory
+   * holding manifest.json, a `*.json` path or URL, or `{name: bytes}` holding manifest.json)
+   * resolves to a `ManifestStoreApi` over its stores (see README, Manifests).
    */
   static open(source: Openable, options?: HttpOpenOptions): Promise<Store>;
 }

@@ -13,11 +13,6 @@ import { toIndexArray, verifyOptions, u64 } from './args.js';
 import { batches } from './batches.js';
 import { redactUrl } from './redact.js';
 
-/** Left by a native writer killed mid-delete; the native engine finishes the delete on open. */
-const JOURNAL = 'delete.journal';
-
-/** Largest schema.msgpack and dict.zr read whole (both are small in practice). */
-const MAX_SIDE_FILE = 64 << 20;
 /** Decoded bytes per verify step, at most (a single record may exceed it). */
 const VERIFY_BYTES = 64 << 20;
 /** Records whose table entries stats() reads at a time (16 MiB of table). */
@@ -156,11 +151,18 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
   /** Whether decodes run on the thread pool while this thread goes on (the threaded build, where
    *  `Atomics.waitAsync` can wait for them without blocking). */
   const POOL_DECODE = wasm.isThreaded() && typeof waitAsync === 'function';
+  /** The store's file names and side-file size caps, from core's open protocol (one place). */
+  const FILES = wasm.Reader.storeFiles();
+  /** @type {string[]} */
+  const chunkNames = [];
+  /** Chunk file `c`'s name, from core. */
+  const chunkFile = (c) => (chunkNames[c] ??= wasm.Reader.chunkName(c));
 
-  /** Reads a small file whole (schema.msgpack, dict.zr) once its size is known. */
+  /** Reads a side file whole (schema.msgpack, dict.zr, delete.journal) once its size is known. */
   async function sideFile(source, name, size) {
     if (size == null) return undefined;
-    if (size > MAX_SIDE_FILE) throw loaderxError('LOADERX_CORRUPT', `${name} is ${size} bytes, larger than any loaderx ${name}`);
+    const cap = name === FILES.journal ? FILES.maxJournal : FILES.maxSide;
+    if (size > cap) throw loaderxError('LOADERX_CORRUPT', `${name} is ${size} bytes, larger than any loaderx ${name}`);
     const bytes = await sourceBytes(source, name, 0, size);
     if (bytes == null || bytes.byteLength !== size) throw loaderxError('LOADERX_IO', `${name} changed while it was read`);
     return bytes;
@@ -172,35 +174,35 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
       throw loaderxError('LOADERX_ARGUMENT', `cannot open a store from ${describe(source)}: a source needs size(name) and read(name, start, end)`);
     }
     try {
-      // Two rounds of concurrent requests (this matters over HTTP): the sizes and the header,
-      // then the schema, the dictionary and the chunk sizes.
+      // Core's open protocol, in two rounds of concurrent requests (this matters over HTTP): the
+      // sizes and the header, then the schema, the dictionary, the delete journal and the chunk
+      // sizes. A journal (a native writer killed mid-delete) is applied in memory by the wasm
+      // reader: the store reads as the finished deletion; a damaged one is LOADERX_CORRUPT.
       const [metaSize, head, schemaSize, dictSize, journalSize] = await Promise.all([
-        sourceSize(source, 'meta.zr'), sourceBytes(source, 'meta.zr', 0, 16), sourceSize(source, 'schema.msgpack'), sourceSize(source, 'dict.zr'),
-        // Over HTTP the probe would cost a request (a 404 in the console) on every open.
-        source.probesJournal === false ? null : sourceSize(source, JOURNAL),
+        sourceSize(source, FILES.meta), sourceBytes(source, FILES.meta, 0, 16), sourceSize(source, FILES.schema),
+        sourceSize(source, FILES.dict), sourceSize(source, FILES.journal),
       ]);
-      if (metaSize == null) throw loaderxError('LOADERX_NOT_FOUND', `no loaderx store at ${labelOf(source)}: meta.zr is missing`);
-      if (journalSize != null) {
-        throw loaderxError('LOADERX_CORRUPT', `${labelOf(source)}: a delete was interrupted (${JOURNAL} is present), so the table is half-changed; `
-          + 'open the store once with the native engine (Python, or `loaderx verify DIR`) to finish the delete');
-      }
+      if (metaSize == null) throw loaderxError('LOADERX_NOT_FOUND', `no loaderx store at ${labelOf(source)}: ${FILES.meta} is missing`);
       const reader = new wasm.Reader(head ?? new Uint8Array(0), metaSize);
       try {
-        const chunks = Array.from({ length: reader.tailChunk + 1 }, (_, c) => `${c}.zr`);
-        const [schema, dict, lens] = await Promise.all([
-          sideFile(source, 'schema.msgpack', schemaSize),
-          sideFile(source, 'dict.zr', dictSize),
+        const chunks = Array.from({ length: reader.tailChunk + 1 }, (_, c) => chunkFile(c));
+        const [schema, dict, journal, lens] = await Promise.all([
+          sideFile(source, FILES.schema, schemaSize),
+          sideFile(source, FILES.dict, dictSize),
+          sideFile(source, FILES.journal, journalSize),
           mapLimit(chunks, READ_CONCURRENCY, (n) => sourceSize(source, n)),
         ]);
+        if (journal) reader.setJournal(journal);
         if (schema) reader.setSchema(schema);
         if (dict) reader.setDict(dict);
         if (source.sizeWraps) emptyChunks(source, reader, lens);
         reader.setChunkLens(Float64Array.from(lens, (x) => (x == null ? -1 : x)));
         // The files that are there, by name (a store without dict.zr has none to count).
         /** @type {Record<string, number>} */
-        const fileBytes = { 'meta.zr': metaSize };
-        if (schemaSize != null) fileBytes['schema.msgpack'] = schemaSize;
-        if (dictSize != null) fileBytes['dict.zr'] = dictSize;
+        const fileBytes = { [FILES.meta]: metaSize };
+        if (schemaSize != null) fileBytes[FILES.schema] = schemaSize;
+        if (dictSize != null) fileBytes[FILES.dict] = dictSize;
+        if (journalSize != null) fileBytes[FILES.journal] = journalSize;
         chunks.forEach((n, k) => { if (lens[k] != null) fileBytes[n] = lens[k]; });
         return new Store(KEY, source, reader, { schema: reader.schema(), fileBytes });
       } catch (e) {
@@ -246,7 +248,7 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
       } catch (e) {
         throw argumentError(e, 'cannot open a store from this value');
       }
-      return (elsewhere && elsewhere(src, opts)) || openHere(src);
+      return elsewhere?.(src, opts) || openHere(src);
     }
 
     /** Live records. */
@@ -291,7 +293,7 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
       const pairs = [];
       for (let k = 0; k < ranges.length; k += 2) pairs.push([ranges[k], ranges[k + 1]]);
       await mapLimit(pairs, READ_CONCURRENCY, async ([start, end]) => {
-        const bytes = (await sourceBytes(this.#source, 'meta.zr', start, end)) ?? new Uint8Array(0);
+        const bytes = (await sourceBytes(this.#source, FILES.meta, start, end)) ?? new Uint8Array(0);
         this.#check();
         this.#reader.addTable(start, bytes);
       });
@@ -339,14 +341,14 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
         const data = new Uint8Array(memory.buffer, address, at);
         const got = new Float64Array(jobs.length);
         jobs.forEach(([chunk, start, end, offset], k) => {
-          const name = `${chunk}.zr`;
+          const name = chunkFile(chunk);
           got[k] = sourceCount(source, name, start, end, source.readIntoSync(name, start, end, data, offset));
         });
         return this.#decode(plan, got, null, into);
       }
       const data = this.#staging(at);
       const got = await mapLimit(jobs, source.readConcurrency ?? READ_CONCURRENCY, async ([chunk, start, end, offset]) => {
-        const name = `${chunk}.zr`;
+        const name = chunkFile(chunk);
         if (source.readInto) return sourceCount(source, name, start, end, await source.readInto(name, start, end, data, offset));
         const key = `${chunk}:${start}:${end}`;
         let bytes = this.#cache.get(key);

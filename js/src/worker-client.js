@@ -50,12 +50,12 @@ export function openInWorker(source, { worker, threads } = {}) {
 }
 
 function withShapes(value) {
-  if (value && value.__typed && value.batch) {
+  if (value?.__typed && value.batch) {
     const { buffer, ctor, offsets, lengths, shapes } = value.batch;
     const C = globalThis[ctor];
     return offsets.map((o, k) => Object.assign(new C(buffer, o, lengths[k]), { shape: shapes[k] }));
   }
-  if (value && value.__typed) {
+  if (value?.__typed) {
     const list = value.items.map(([arr, shape]) => Object.assign(arr, { shape }));
     return value.single ? list[0] : list;
   }

@@ -83,7 +83,7 @@ const ops = {
   },
 };
 
-onmessage = async ({ data: { id, op, args } }) => {
+globalThis.onmessage = async ({ data: { id, op, args } }) => {
   try {
     if (!Object.hasOwn(ops, op)) throw loaderxError('LOADERX_ARGUMENT', `unknown call ${String(op)}`);
     const [value, transfer] = await ops[op](args, id);

@@ -194,7 +194,7 @@ describe('custom sources', () => {
           const store = expectResolves(res, what);
           try {
             const got = await store.gatherBytes(all);
-            all.forEach((i) => assert.ok(sameBytes(got[i], wantBytes[i]), `${what}: record ${i}`));
+            all.forEach((i) => { assert.ok(sameBytes(got[i], wantBytes[i]), `${what}: record ${i}`); });
           } finally {
             await store.close();
           }

@@ -53,7 +53,7 @@ describe('verify and stats options', () => {
               const steps = Math.max(1, Math.ceil(total / (batchSize ?? 1024)));
               assert.equal(log.length, steps, 'one onProgress call per batch');
               assert.deepEqual(log.at(-1), [total, total]);
-              log.forEach(([d, n], k) => assert.ok(n === total && d <= total && (k === 0 || d > log[k - 1][0] || total === 0)));
+              log.forEach(([d, n], k) => { assert.ok(n === total && d <= total && (k === 0 || d > log[k - 1][0] || total === 0)); });
             }
           }
           await assertUnchanged(t);

@@ -56,7 +56,9 @@ async function exercise(files, good) {
 const tally = {};
 function count(store, kind, outcome) {
   const cls = outcome === 'identical' || outcome === 'different' ? outcome : 'detected';
-  const t = ((tally[store] ??= {})[kind] ??= {});
+  tally[store] ??= {};
+  tally[store][kind] ??= {};
+  const t = tally[store][kind];
   t[cls] = (t[cls] ?? 0) + 1;
 }
 

@@ -160,7 +160,7 @@ for (const entry of manifest.stores) {
         const order = Uint32Array.from([...all].reverse().concat([0, entry.length - 1, 0]));
         const again = await store.gatherBytes(order);
         assert.equal(again.length, order.length);
-        again.forEach((r, k) => assertSameArray(r, new Uint8Array(expectedRecordBytes(entry, exp, order[k])), `slot ${k} (record ${order[k]})`));
+        again.forEach((r, k) => { assertSameArray(r, new Uint8Array(expectedRecordBytes(entry, exp, order[k])), `slot ${k} (record ${order[k]})`); });
       }
     });
 

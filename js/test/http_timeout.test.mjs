@@ -35,7 +35,7 @@ describe('HTTP requests that never finish', () => {
   let accepted = 0;
   before(async () => {
     silent = await listen(createNetServer((socket) => { accepted++; socket.on('data', () => {}); }));
-    stalled = await listen(createHttpServer((req, res) => {
+    stalled = await listen(createHttpServer((_req, res) => {
       res.writeHead(206, { 'Content-Range': 'bytes 0-15/1000', 'Content-Length': '16' });
       res.flushHeaders();
     }));

@@ -63,6 +63,7 @@ test('other URL schemes are LOADERX_ARGUMENT naming the scheme, with a hint', as
 
 test('a Promise (a forgotten await) is LOADERX_ARGUMENT saying so, and is not awaited', async () => {
   let awaited = false;
+  // biome-ignore lint/suspicious/noThenProperty: a thenable, to check that Store.open refuses one
   const pending = { then(resolve) { awaited = true; resolve(DIR); } };
   for (const value of [Promise.resolve(DIR), pending]) {
     const e = await rejection(Store.open(/** @type {any} */ (value)));

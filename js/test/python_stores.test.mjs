@@ -151,7 +151,11 @@ async function checkStore(store, exp) {
     const tail = tailShape(s.dtype, s.itemShape);
     if (s.kind === 'dense') {
       const all = new Uint8Array(raw.reduce((a, r) => a + r.byteLength, 0));
-      raw.reduce((at, r) => (all.set(r, at), at + r.byteLength), 0);
+      let at = 0;
+      for (const r of raw) {
+        all.set(r, at);
+        at += r.byteLength;
+      }
       assertSameArray(typed, toTyped(all, s.dtype), `records ${batch[0]}..${batch.at(-1)}`);
       assert.deepEqual(typed.shape, [batch.length, ...tail]);
     } else {

@@ -157,7 +157,7 @@ describe('calls in flight on one store', () => {
         for await (const batch of store.batches({ batchSize: 20, read: 'bytes' })) seen.push(batch);
       }, (/** @type {any} */ e) => e.code === 'LOADERX_IO' && /injected EIO/.test(e.message));
       assert.equal(seen.length, Math.ceil(N / 20) - 1, 'every batch before the failing one arrived');
-      seen.forEach((b, k) => assertBatch(b, range(k * 20 + 20, k * 20), `batch ${k}`));
+      seen.forEach((b, k) => { assertBatch(b, range(k * 20 + 20, k * 20), `batch ${k}`); });
     } finally {
       await store.close();
     }

@@ -505,7 +505,11 @@ dirInput.addEventListener('change', () => {
   dirInput.value = '';
 });
 
-$('#first').addEventListener('click', () => (state.mode === 'sample' ? (state.step = 0, refresh()) : goPage(0)));
+$('#first').addEventListener('click', () => {
+  if (state.mode !== 'sample') return goPage(0);
+  state.step = 0;
+  return refresh();
+});
 $('#prev').addEventListener('click', () => move(-1));
 $('#next').addEventListener('click', () => move(1));
 $('#last').addEventListener('click', () => goPage(pageCount() - 1));

@@ -342,7 +342,7 @@ export class Detail {
     let histCanvas = null;
     let hist = null;
     const tip = el('div', { class: 'hist-tip' });
-    if (numbers && st && st.count && count > 1) {
+    if (numbers && st?.count && count > 1) {
       const integer = ['u', 'i', 'b', 'raw'].includes(interp.dt.kind);
       const u8 = (interp.dt.kind === 'u' && interp.dt.bytes === 1) || interp.dt.kind === 'raw';
       const range = u8 && spec ? { lo: 0, hi: 255 } : { lo: st.min, hi: st.max };

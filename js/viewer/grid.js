@@ -224,7 +224,7 @@ export class Grid {
     this.root.replaceChildren(frag);
     // Sparklines need their laid-out size: read every size first, then draw.
     const sizes = sparks.map(([c]) => [c.clientWidth, c.clientHeight]);
-    sparks.forEach(([c, values, st], i) => drawSparkline(c, values, st, sizes[i]));
+    sparks.forEach(([c, values, st], i) => { drawSparkline(c, values, st, sizes[i]); });
     this.root.dataset.key = key;
     this.root.removeAttribute('aria-busy');
     if (highlight != null) this.root.querySelector('.tile.hl')?.scrollIntoView({ block: 'nearest' });

@@ -231,9 +231,9 @@ const HINTS = {
  * @returns {Described}
  */
 export function describeError(e, context = '') {
-  const code = (e && e.code) || (e && e.name === 'SecurityError' ? 'LOADERX_IO' : 'VIEWER_ERROR');
+  const code = e?.code || (e && e.name === 'SecurityError' ? 'LOADERX_IO' : 'VIEWER_ERROR');
   // Messages name URLs (the browser's own do too): never with their secrets.
-  let message = redactUrl((e && e.message) || String(e));
+  let message = redactUrl(e?.message || String(e));
   if (code === 'LOADERX_CORRUPT' && e.index != null && !/record \d+/.test(message)) message = `record ${e.index}: ${message}`;
   return {
     code,

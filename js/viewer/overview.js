@@ -111,6 +111,11 @@ export class Overview {
     verifyBtn.onclick = () => this.#verify(token, store, verifyBtn, verifyOut);
     this.root.replaceChildren(cards.records, schemaCard, cards.disk, cards.ratio, cards.reclaim, cards.dict, decoding, verifyCard);
 
+    /** Puts `next` in place of card `name`. @param {'disk' | 'ratio' | 'reclaim'} name @param {HTMLElement} next */
+    const swap = (name, next) => {
+      cards[name].replaceWith(next);
+      cards[name] = next;
+    };
     store.stats().then((st) => {
       if (token !== this.token) return;
       const files = Object.entries(st.fileBytes).filter(([, n]) => n > 0)
@@ -121,7 +126,7 @@ export class Overview {
       // apparent size says little about the space taken, so the bytes used lead.
       const sparse = st.apparentBytes > used;
       const apparent = el('span', { dataset: { k: 'apparent-bytes', v: String(st.apparentBytes) } }, fmtBytes(st.apparentBytes));
-      cards.disk.replaceWith(cards.disk = card('Size', fmtBytes(used), {
+      swap('disk', card('Size', fmtBytes(used), {
         k: 'used-bytes', v: used,
         sub: null,
         extra: el('div', { class: 'card-sub' },
@@ -133,12 +138,12 @@ export class Overview {
                 el('td', { title: `${fmtInt(u)} bytes` }, fmtBytes(u)),
                 el('td', { title: `${fmtInt(n)} bytes` }, fmtBytes(n))))))),
       }));
-      cards.ratio.replaceWith(cards.ratio = card('Compression', `${st.compressionRatio.toFixed(2)}×`, {
+      swap('ratio', card('Compression', `${st.compressionRatio.toFixed(2)}×`, {
         k: 'compression', v: st.compressionRatio,
         sub: `${fmtBytes(st.logicalBytes)} decoded in ${fmtBytes(st.liveBytes)} stored`,
       }));
       const pct = st.chunkBytes ? (100 * st.reclaimable) / st.chunkBytes : 0;
-      cards.reclaim.replaceWith(cards.reclaim = card('Reclaimable', fmtBytes(st.reclaimable), {
+      swap('reclaim', card('Reclaimable', fmtBytes(st.reclaimable), {
         k: 'reclaimable', v: st.reclaimable,
         sub: st.reclaimable ? `${pct.toFixed(1)}% of the chunk data belongs to deleted or replaced records; ZRecord.compact() frees it` : 'no dead bytes in the chunks',
       }));
@@ -204,7 +209,7 @@ export class Overview {
       try {
         const got = await store.lengths(idx);
         for (let k = 0; k < count; k++) all[start + k] = got[k] / per;
-      } catch (e) {
+      } catch {
         if (token !== this.token) return;
         failed += count;
         all.fill(NaN, start, start + count);
@@ -218,7 +223,7 @@ export class Overview {
     let sum = 0;
     let ok = 0;
     for (const v of all) {
-      if (v !== v) continue; // eslint-disable-line no-self-compare
+      if (Number.isNaN(v)) continue;
       if (v < min) min = v;
       if (v > max) max = v;
       sum += v;

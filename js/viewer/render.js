@@ -171,7 +171,7 @@ export function statsOf(arrays) {
   for (const a of arrays) {
     for (let i = 0; i < a.length; i++) {
       const v = a[i];
-      if (v !== v || v === Infinity || v === -Infinity) { nan++; continue; } // eslint-disable-line no-self-compare
+      if (Number.isNaN(v) || v === Infinity || v === -Infinity) { nan++; continue; }
       if (v < min) min = v;
       if (v > max) max = v;
       sum += v;
@@ -292,7 +292,7 @@ export function drawImage(canvas, values, spec, mapping) {
   const { mode } = mapping;
   const k = mode === 'scale' ? mapping.k : mode === 'minmax' ? (mapping.hi > mapping.lo ? 255 / (mapping.hi - mapping.lo) : 0) : 1;
   const lo = mode === 'minmax' ? mapping.lo : 0;
-  const map = mode === 'direct' && values instanceof Uint8Array ? null : (v) => (v !== v ? 0 : (v - lo) * k); // eslint-disable-line no-self-compare
+  const map = mode === 'direct' && values instanceof Uint8Array ? null : (v) => (Number.isNaN(v) ? 0 : (v - lo) * k);
   const n = h * w;
   const chw = spec.layout === 'chw';
   for (let p = 0; p < n; p++) {
@@ -330,7 +330,7 @@ export function histogramOf(series, { lo, hi, integer, bins = 64 }) {
     const counts = new Float64Array(count);
     for (let i = offset; i < values.length; i += stride) {
       const v = values[i];
-      if (v !== v || v === Infinity || v === -Infinity) continue; // eslint-disable-line no-self-compare
+      if (Number.isNaN(v) || v === Infinity || v === -Infinity) continue;
       let b = Math.floor((v - lo) / width);
       if (b >= count) b = count - 1;
       if (b < 0) b = 0;
@@ -387,7 +387,7 @@ export function drawHistogram(canvas, hist, { tip = null, unit = 'values' } = {}
   const padB = 18;
   const ink = css('--muted', '#667');
   ctx.font = '11px system-ui, sans-serif';
-  if (!hist || !hist.series.length) {
+  if (!hist?.series.length) {
     ctx.fillStyle = ink;
     ctx.fillText('no numeric values', padL, h / 2);
     return;
@@ -485,7 +485,7 @@ export function drawSparkline(canvas, values, st, size = null) {
     if (started) ctx.lineTo(x, y(v));
     else { ctx.moveTo(x, y(v)); started = true; }
   };
-  const finite = (/** @type {number} */ v) => v === v && v !== Infinity && v !== -Infinity; // eslint-disable-line no-self-compare
+  const finite = (/** @type {number} */ v) => !Number.isNaN(v) && v !== Infinity && v !== -Infinity;
   const n = values.length;
   if (n <= w) {
     for (let i = 0; i < n; i++) {
@@ -505,7 +505,7 @@ export function drawSparkline(canvas, values, st, size = null) {
       for (let i = a; i < b; i++) {
         const v = values[i];
         if (!finite(v)) continue;
-        if (first !== first) first = v; // eslint-disable-line no-self-compare
+        if (Number.isNaN(first)) first = v;
         last = v;
         if (v < lo) { lo = v; iLo = i; }
         if (v > hi) { hi = v; iHi = i; }

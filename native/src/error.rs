@@ -172,15 +172,7 @@ impl Classify for Error {
 
 /// Which file of a store `path` is, by its name.
 fn store_file(path: &Path) -> Option<StoreFile> {
-    let name = path.file_name()?.to_str()?;
-    let file = match name {
-        "meta.zr" => StoreFile::Meta,
-        "dict.zr" => StoreFile::Dict,
-        _ if name == StoreFile::Schema.name() => StoreFile::Schema,
-        _ if name == StoreFile::Journal.name() => StoreFile::Journal,
-        _ => StoreFile::Chunk(name.strip_suffix(".zr")?.parse().ok()?),
-    };
-    Some(file)
+    loaderx_core::open::store_file(path.file_name()?.to_str()?)
 }
 
 impl Error {

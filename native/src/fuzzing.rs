@@ -10,6 +10,7 @@ use std::path::Path;
 
 use loaderx_core::codec::{Decoder, Dictionary};
 use loaderx_core::format::{Codec, Header, RecordLoc, MAX_RECORD_LEN};
+use loaderx_core::open::{DICT_FILE, META_FILE, SCHEMA_FILE};
 use loaderx_core::read::{self, PlanRules, TableCache};
 use loaderx_core::schema::Schema;
 
@@ -83,7 +84,7 @@ pub fn decode(data: &[u8]) {
 }
 
 /// The files of [`store`]'s input, in order: each but the last behind a 2-byte length.
-pub const STORE_FILES: [&str; 4] = ["meta.zr", "dict.zr", "schema.msgpack", "0.zr"];
+pub const STORE_FILES: [&str; 4] = [META_FILE, DICT_FILE, SCHEMA_FILE, "0.zr"];
 
 /// Packs files into a [`store`] input (the inverse of its split; parts are cut at 64 KiB).
 pub fn pack_store(files: &[&[u8]; 4]) -> Vec<u8> {
@@ -106,7 +107,7 @@ pub fn store(data: &[u8], dir: &Path) {
         return;
     }
     for (name, bytes) in STORE_FILES.iter().zip(&p) {
-        if !(bytes.is_empty() && *name != "meta.zr") {
+        if !(bytes.is_empty() && *name != META_FILE) {
             let _ = std::fs::write(dir.join(name), bytes);
         }
     }

@@ -172,6 +172,47 @@ fn a_locked_store_reads_the_finished_deletion_in_memory() {
     }
 }
 
+/// Makes `path` unwritable: read-only permissions and, for a user they do not stop (root), the
+/// immutable attribute (`chattr +i`), which is taken back when the guard drops.
+#[cfg(target_os = "linux")]
+fn unwritable(path: &Path) -> impl Drop {
+    struct Immutable(Option<PathBuf>);
+    impl Drop for Immutable {
+        fn drop(&mut self) {
+            if let Some(path) = &self.0 {
+                let _ = std::process::Command::new("chattr").arg("-i").arg(path).status();
+            }
+        }
+    }
+    let mut perms = fs::metadata(path).unwrap().permissions();
+    perms.set_readonly(true);
+    fs::set_permissions(path, perms).unwrap();
+    if fs::OpenOptions::new().write(true).open(path).is_err() {
+        return Immutable(None);
+    }
+    let status = std::process::Command::new("chattr").arg("+i").arg(path).status();
+    assert!(status.as_ref().is_ok_and(|s| s.success()), "chattr +i {} failed: {status:?}", path.display());
+    Immutable(Some(path.to_owned()))
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_read_only_store_reads_the_finished_deletion_in_memory() {
+    let _serial = serial();
+    let finished = finished_records();
+    for case in ["before_table", "after_table"] {
+        let dir = copy_of(case);
+        let meta = dir.path().join("meta.zr");
+        let before = fs::read(&meta).unwrap();
+        let guard = unwritable(&meta);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(read_all(&store), finished, "{case}");
+        assert!(dir.path().join("delete.journal").exists(), "{case}");
+        drop((store, guard));
+        assert_eq!(fs::read(&meta).unwrap(), before, "{case}: a read-only open wrote");
+    }
+}
+
 #[test]
 fn a_locked_handle_that_later_writes_finishes_the_delete_and_sees_its_appends() {
     let _serial = serial();
@@ -185,6 +226,12 @@ fn a_locked_handle_that_later_writes_finishes_the_delete_and_sees_its_appends() 
     assert!(!dir.path().join("delete.journal").exists());
     let mut expected = finished_records();
     expected.extend(extra);
+    assert_eq!(read_all(&store), expected);
+    // Back at the journal's new length, with entry 0 (one the journal holds) changed: the table
+    // is the truth now, not the journal.
+    store.delete(&[0]).unwrap();
+    expected.swap_remove(0);
+    assert_eq!(store.len(), RECORDS - 5);
     assert_eq!(read_all(&store), expected);
     assert_eq!(read_all(&Store::open(dir.path()).unwrap()), expected);
 }
@@ -206,7 +253,7 @@ fn a_damaged_journal_is_corrupt_naming_it_locked_or_not() {
             let lock = locked.then(|| hold_lock(dir.path()));
             let err = Store::open(dir.path()).unwrap_err();
             assert_corrupt_journal(&err);
-            assert!(err.to_string().contains("delete journal"), "{err}");
+            assert!(err.to_string().contains("delete.journal is damaged"), "{err}");
             drop(lock);
             assert_eq!(fs::read(&path).unwrap(), bytes, "a damaged journal is left as it is");
         }

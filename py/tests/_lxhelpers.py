@@ -4,6 +4,7 @@ Paths, the fixture manifest, subprocess runners for our interpreter and the refe
 sparse-file-aware snapshot of a store directory, and deterministic record generators.
 """
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -13,6 +14,8 @@ import stat
 import subprocess
 import sys
 import threading
+import time
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -263,3 +266,38 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+
+
+@contextlib.contextmanager
+def nginx_serving(conf, server, probe):
+    """Runs nginx (:data:`NGINX`) on a free 127.0.0.1 port with ``server`` (the directives of its
+    one server block besides ``listen``), its config, temp and pid files under ``conf``; yields the
+    base URL once ``probe`` (a path) answers, and stops the server after."""
+    port = free_port()
+    temps = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    for sub in temps:
+        (conf / sub).mkdir()
+    paths = "\n".join(f"    {sub}_temp_path {conf}/{sub};" for sub in temps)
+    # As root, nginx's workers would run as nobody and could not read pytest's private tmp dirs.
+    user = "user root root;" if os.geteuid() == 0 else ""
+    (conf / "nginx.conf").write_text(
+        f"daemon off;\n{user}\npid {conf}/nginx.pid;\nerror_log {conf}/error.log;\n"
+        f"events {{ worker_connections 64; }}\nhttp {{\n    access_log off;\n{paths}\n"
+        f"    server {{\n        listen 127.0.0.1:{port};\n{server}\n    }}\n}}\n"
+    )
+    proc = subprocess.Popen([NGINX, "-p", str(conf), "-e", str(conf / "error.log"), "-c", str(conf / "nginx.conf")])
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(base + probe, timeout=1)
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 
 from _lxhelpers import FIXTURES, MANIFEST, copy_fixture, find_ref_python, worker_threads
-from _require_all import pytest_make_collect_report, pytest_runtest_makereport, pytest_terminal_summary  # noqa: F401  (LOADERX_REQUIRE_ALL)
+from _require_all import (  # noqa: F401  (LOADERX_REQUIRE_ALL)
+    pytest_configure,
+    pytest_make_collect_report,
+    pytest_runtest_makereport,
+    pytest_terminal_summary,
+)
 
 
 @pytest.fixture(scope="session")

@@ -1,50 +1,20 @@
 """Stores read by URL over plain HTTP with Range, from nginx (Debian's, started here on
 127.0.0.1 with its own config): every reference fixture reads identically by URL."""
 
-import os
-import shutil
-import subprocess
-import time
-import urllib.request
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-from _lxhelpers import FIXTURES, assert_reads_like_local, fixture_names, free_port
+from _lxhelpers import FIXTURES, NGINX, assert_reads_like_local, fixture_names, nginx_serving
 from loaderx import errors
 from loaderx.dataset import DenseDataset
 from loaderx.zrecord import Zrecord
-
-NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 
 
 @pytest.fixture(scope="module")
 def http(tmp_path_factory, golden_stores, spread_store):
     if NGINX is None:
         pytest.skip("nginx is not installed (scripts/setup.sh installs nginx-light)")
-    root = tmp_path_factory.mktemp("nginx")
-    port = free_port()
-    for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
-        (root / sub).mkdir()
-    # As root, nginx's workers would run as nobody and could not read pytest's private tmp dirs.
-    user = "user root root;" if os.geteuid() == 0 else ""
-    (root / "nginx.conf").write_text(
-        f"""daemon off;
-{user}
-pid {root}/nginx.pid;
-error_log {root}/error.log;
-events {{ worker_connections 64; }}
-http {{
-    access_log off;
-    client_body_temp_path {root}/body;
-    proxy_temp_path {root}/proxy;
-    fastcgi_temp_path {root}/fastcgi;
-    uwsgi_temp_path {root}/uwsgi;
-    scgi_temp_path {root}/scgi;
-    server {{
-        listen 127.0.0.1:{port};
-        root {FIXTURES};
+    server = f"""        root {FIXTURES};
         location /golden/ {{
             alias {next(iter(golden_stores.values())).parent}/;
         }}
@@ -54,24 +24,9 @@ http {{
         location /norange/ {{
             alias {FIXTURES}/;
             max_ranges 0;
-        }}
-    }}
-}}
-"""
-    )
-    proc = subprocess.Popen([NGINX, "-p", str(root), "-e", str(root / "error.log"), "-c", str(root / "nginx.conf")])
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(base + "/manifest.json", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.05)
+        }}"""
+    with nginx_serving(tmp_path_factory.mktemp("nginx"), server, "/manifest.json") as base:
         yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 @pytest.mark.parametrize("name", fixture_names())

@@ -6,4 +6,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "py" / "tests"))
 
-from _require_all import pytest_make_collect_report, pytest_runtest_makereport, pytest_terminal_summary  # noqa: E402, F401
+from _require_all import (  # noqa: E402, F401  (LOADERX_REQUIRE_ALL)
+    pytest_configure,
+    pytest_make_collect_report,
+    pytest_runtest_makereport,
+    pytest_terminal_summary,
+)

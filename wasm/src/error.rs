@@ -77,6 +77,22 @@ pub(crate) fn not_an_index(x: f64, length: u64) -> JsValue {
     js_error(ErrorKind::Index, &message, None).into()
 }
 
+/// JavaScript numbers as indices into `length` records: whole and non-negative here (the edge),
+/// below the length by core's one rule. The first bad element is the one named, whichever rule
+/// it breaks.
+pub(crate) fn indices(xs: &[f64], length: u64) -> Result<Vec<u64>, JsValue> {
+    let mut indices = Vec::with_capacity(xs.len());
+    for &x in xs {
+        if !(x >= 0.0 && x.fract() == 0.0 && x < 2f64.powi(64)) {
+            loaderx_core::read::check_indices(&indices, length).map_err(js)?;
+            return Err(not_an_index(x, length));
+        }
+        indices.push(x as u64);
+    }
+    loaderx_core::read::check_indices(&indices, length).map_err(js)?;
+    Ok(indices)
+}
+
 /// A store's `schema.msgpack` that breaks the rules (its message names the file).
 pub(crate) fn schema(e: loaderx_core::schema::SchemaError) -> JsValue {
     let err = js_error(e.kind(), &format!("schema.msgpack: {e}"), None);

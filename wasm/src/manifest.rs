@@ -5,11 +5,10 @@
 
 use loaderx_core::error::ErrorKind;
 use loaderx_core::manifest::{self, Holds, Seen};
-use loaderx_core::read;
 use loaderx_core::schema::{Kind, Schema};
 use wasm_bindgen::prelude::*;
 
-use crate::error::{argument, js, js_error, not_an_index};
+use crate::error::{argument, js, js_error};
 
 /// Largest total a JS number holds exactly.
 const MAX_SAFE: u64 = (1 << 53) - 1;
@@ -121,16 +120,7 @@ impl Manifest {
     /// store order, `positions` being places in the request and `local` the indices inside the
     /// store (both Float64Arrays).
     pub fn split(&self, indices: &[f64]) -> Result<js_sys::Array, JsValue> {
-        let length = self.inner.len();
-        let mut global = Vec::with_capacity(indices.len());
-        for &x in indices {
-            if !(x >= 0.0 && x.fract() == 0.0 && x < 2f64.powi(64)) {
-                read::check_indices(&global, length).map_err(js)?;
-                return Err(not_an_index(x, length));
-            }
-            global.push(x as u64);
-        }
-        read::check_indices(&global, length).map_err(js)?;
+        let global = crate::error::indices(indices, self.inner.len())?;
         let parts = js_sys::Array::new();
         for p in manifest::split(&self.offsets, &global) {
             let part = js_sys::Object::new();

@@ -8,14 +8,15 @@
 
 use loaderx_core::codec::{Decoder, Dictionary};
 use loaderx_core::format::{Header, MAX_CHUNKS};
-use loaderx_core::read::{self, GatherPlan, PlanRules, ReadError, ReadRange, Slot, TableCache};
+use loaderx_core::open::{self, Overlay, Table};
+use loaderx_core::read::{self, GatherPlan, PlanRules, ReadError, ReadRange, Slot};
 use loaderx_core::schema::{Layout, Schema};
 use loaderx_core::stats::Stats;
 use loaderx_core::view::ElementView;
 use std::sync::Arc;
 use wasm_bindgen::prelude::*;
 
-use crate::error::{argument, js, not_an_index, to_js};
+use crate::error::{argument, js, to_js};
 
 /// Largest decoded output of one call (512 MiB).
 pub const MAX_OUT: u64 = 512 << 20;
@@ -40,7 +41,8 @@ pub struct Reader {
     /// Shared with decodes running on the thread pool (threaded build).
     pub(crate) dict: Option<Arc<Dictionary>>,
     typed: Option<Typed>,
-    table: TableCache,
+    /// The table under the journal rule.
+    table: Table,
 }
 
 fn size(x: f64, what: &str) -> Result<u64, JsValue> {
@@ -59,19 +61,52 @@ fn set(obj: &js_sys::Object, key: &str, value: impl Into<JsValue>) {
 #[wasm_bindgen]
 impl Reader {
     /// Opens a store from the first bytes of `meta.zr` (at least 16; fewer is a corrupt store)
-    /// and the size of `meta.zr`. Add `schema.msgpack`, `dict.zr` and the chunk sizes next.
+    /// and the size of `meta.zr` (core's open protocol, `loaderx_core::open`). Add
+    /// `schema.msgpack`, `dict.zr`, `delete.journal` and the chunk sizes next.
     #[wasm_bindgen(constructor)]
     pub fn new(header: &[u8], meta_len: f64) -> Result<Reader, JsValue> {
         let meta_len = size(meta_len, "meta.zr size")?;
-        let header = Header::read(header).map_err(js)?;
-        header.validate(meta_len).map_err(js)?;
+        let header = open::read_header(header, meta_len).map_err(js)?;
         Ok(Reader {
             header,
             chunk_lens: Vec::new(),
             dict: None,
             typed: None,
-            table: TableCache::new(u64::from(header.length)),
+            table: Table::new(&header, Overlay::default()),
         })
+    }
+
+    /// The names of a store's files, from core's open protocol: `{meta, dict, schema, journal,
+    /// manifest}`, and `maxSide` (the largest schema or dictionary) and `maxJournal` in bytes.
+    #[wasm_bindgen(js_name = storeFiles)]
+    pub fn store_files() -> JsValue {
+        let o = js_sys::Object::new();
+        set(&o, "meta", open::META_FILE);
+        set(&o, "dict", open::DICT_FILE);
+        set(&o, "schema", open::SCHEMA_FILE);
+        set(&o, "journal", open::JOURNAL_FILE);
+        set(&o, "manifest", open::MANIFEST_FILE);
+        set(&o, "maxSide", JsValue::from_f64(open::MAX_SIDE_BYTES as f64));
+        set(&o, "maxJournal", JsValue::from_f64(open::MAX_JOURNAL_BYTES as f64));
+        o.into()
+    }
+
+    /// Chunk file `id`'s name (`<id>.zr`).
+    #[wasm_bindgen(js_name = chunkName)]
+    pub fn chunk_name(id: u16) -> String {
+        open::chunk_name(id)
+    }
+
+    /// Applies the bytes of `delete.journal` (a delete a native writer did not finish): the
+    /// store then reads as the finished deletion. A journal that does not parse or does not
+    /// apply to the table is a corrupt-store error naming `delete.journal`. Call it once, before
+    /// reading any table entry.
+    #[wasm_bindgen(js_name = setJournal)]
+    pub fn set_journal(&mut self, bytes: &[u8]) -> Result<(), JsValue> {
+        let overlay = Overlay::parse(bytes, self.header.length).map_err(js)?;
+        self.header = overlay.header(self.header);
+        self.table = Table::new(&self.header, overlay);
+        Ok(())
     }
 
     /// Parses and checks the bytes of `schema.msgpack`.
@@ -328,18 +363,7 @@ impl Reader {
     /// JavaScript numbers as store indices: whole and non-negative here (the edge), below the
     /// length by core's one rule.
     fn indices(&self, xs: &[f64]) -> Result<Vec<u64>, JsValue> {
-        let length = u64::from(self.header.length);
-        let mut indices = Vec::with_capacity(xs.len());
-        for &x in xs {
-            if !(x >= 0.0 && x.fract() == 0.0 && x < 2f64.powi(64)) {
-                // The first bad element is the one named, whichever rule it breaks.
-                read::check_indices(&indices, length).map_err(js)?;
-                return Err(not_an_index(x, length));
-            }
-            indices.push(x as u64);
-        }
-        read::check_indices(&indices, length).map_err(js)?;
-        Ok(indices)
+        crate::error::indices(xs, u64::from(self.header.length))
     }
 
     fn entries(&self, indices: &[f64]) -> Result<Vec<(u64, loaderx_core::format::RecordLoc)>, JsValue> {

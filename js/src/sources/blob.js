@@ -93,7 +93,7 @@ export async function filesFromDataTransfer(dataTransfer) {
       }
     }
   };
-  const entries = Array.from(dataTransfer.items || [], (i) => i.webkitGetAsEntry && i.webkitGetAsEntry()).filter(Boolean);
+  const entries = Array.from(dataTransfer.items || [], (i) => i.webkitGetAsEntry?.()).filter(Boolean);
   if (entries.length) for (const e of entries) await walk(e, '');
   else out.push(...Array.from(dataTransfer.files || []));
   return BlobSource.fromFiles(out);

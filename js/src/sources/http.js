@@ -96,8 +96,6 @@ export class HttpSource {
       this.headers = { ...this.headers, Authorization: authorization };
     }
     this.maxGap = 1 << 18;
-    /** No probe for delete.journal: it would cost a request per open (see store.js). */
-    this.probesJournal = false;
     /** Recently read record ranges kept in memory (see RangeCache in store.js). */
     this.cacheBytes = options.cacheBytes ?? 64 << 20;
     this.sizes = new Map();

@@ -11,7 +11,7 @@ const bytesOf = (a) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 const BATCH_BYTES = 64 << 20;
 
 function errorOf(e) {
-  return { error: e && e.code ? e.code : `${e?.name || 'Error'} (no code): ${e?.message || e}` };
+  return { error: e?.code ? e.code : `${e?.name || 'Error'} (no code): ${e?.message || e}` };
 }
 
 async function step(fn) {

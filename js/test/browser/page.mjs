@@ -68,7 +68,8 @@ export async function describeAll({ stores, sources, opts, threaded = null, conc
   const work = async () => {
     while (next < stores.length) {
       const s = stores[next++];
-      const r = (out[s.id] = /** @type {BySource} */ ({}));
+      const r = /** @type {BySource} */ ({});
+      out[s.id] = r;
       if (sources.includes('http')) r.http = await describeStore(opener(() => api.Store.open(s.url, opts), threaded));
       if (sources.includes('files') && s.files) {
         let files;
@@ -95,7 +96,7 @@ async function codeOf(fn) {
     await fn();
     return 'resolved';
   } catch (e) {
-    return e && e.code ? e.code : `${e?.name}: ${e?.message}`;
+    return e?.code ? e.code : `${e?.name}: ${e?.message}`;
   }
 }
 

@@ -193,7 +193,7 @@ export async function assertUnchanged(t, full = false) {
   assert.equal(store.hasDict, snap.hasDict);
   const probe = full ? range(snap.length) : [...new Set([0, snap.length >> 1, snap.length - 1])].filter((i) => i >= 0 && i < snap.length);
   const got = await store.gatherBytes(probe);
-  probe.forEach((i, k) => assert.ok(sameBytes(got[k], snap.bytes[i]), `${t.name}: record ${i} changed`));
+  probe.forEach((i, k) => { assert.ok(sameBytes(got[k], snap.bytes[i]), `${t.name}: record ${i} changed`); });
   if (!full) return;
   checkResult(t, 'gather', probe, await store.gather(probe));
   checkResult(t, 'lengths', probe, await store.lengths(probe));
@@ -349,7 +349,8 @@ export function build(d) {
   if ('set' in d) return new Set(d.set);
   if ('map' in d) return new Map(d.map.map((x, k) => [x, k]));
   if ('generator' in d) return (function* gen() { yield* d.generator; })();
-  if ('args' in d) return (function args() { return arguments; })(...d.args); // eslint-disable-line prefer-rest-params
+  // biome-ignore lint/complexity/noArguments: an arguments object is one of the index lists tried
+  if ('args' in d) return (function args() { return arguments; })(...d.args);
   if ('sparse' in d) return d.sparse.slice();
   if ('nested' in d) return d.nested.map((a) => a.slice());
   if ('string' in d) return d.string;

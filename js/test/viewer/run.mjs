@@ -273,7 +273,7 @@ async function test(name, fn) {
 async function rendered(page, key = null) {
   await page.waitForFunction((k) => {
     const g = /** @type {HTMLElement | null} */ (document.querySelector('#grid'));
-    return g && g.dataset.key && !g.hasAttribute('aria-busy') && (k == null || g.dataset.key === k);
+    return g?.dataset.key && !g.hasAttribute('aria-busy') && (k == null || g.dataset.key === k);
   }, key, { timeout: 20_000 });
 }
 

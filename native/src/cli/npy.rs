@@ -63,7 +63,7 @@ pub(crate) fn export(store: &Source, schema: &Schema, out: &Path, quiet: bool) -
 
 /// Makes a new dense store at `dir` from the rows of the `.npy` file `input`.
 pub(crate) fn convert(input: &Path, dir: &Path, codec: Codec, quiet: bool) -> Result<u64, Fail> {
-    if dir.join("meta.zr").exists() {
+    if crate::files::meta_path(dir).exists() {
         return Err(Fail::usage(&format!(
             "{} already holds a store; convert makes a new one",
             dir.display()
