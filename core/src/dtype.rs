@@ -5,7 +5,7 @@
 
 use std::str::FromStr;
 
-use crate::schema::SchemaError;
+use crate::error::SchemaError;
 
 /// Largest dtype item size accepted (NumPy keeps item sizes in a C `int`).
 pub const MAX_ITEMSIZE: u64 = i32::MAX as u64;

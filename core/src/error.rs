@@ -115,19 +115,6 @@ pub enum StoreFile {
     Journal,
 }
 
-impl StoreFile {
-    /// The file's name inside the store directory.
-    pub fn name(self) -> String {
-        match self {
-            StoreFile::Meta => crate::open::META_FILE.into(),
-            StoreFile::Chunk(id) => crate::open::chunk_name(id),
-            StoreFile::Dict => crate::open::DICT_FILE.into(),
-            StoreFile::Schema => crate::open::SCHEMA_FILE.into(),
-            StoreFile::Journal => crate::open::JOURNAL_FILE.into(),
-        }
-    }
-}
-
 /// Where damaged bytes are: a file of the store and, when known, the byte offset in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Location {
@@ -158,6 +145,67 @@ pub trait Classify {
     /// The record the error is about, if it is about one.
     fn index(&self) -> Option<u64> {
         None
+    }
+}
+
+/// Errors from decoding or interpreting a schema.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// The bytes are not one well-formed msgpack value.
+    #[error("schema.msgpack is not valid msgpack: {0}")]
+    Decode(String),
+    /// The top-level value is not a map.
+    #[error("schema.msgpack is not a map")]
+    NotAMap,
+    /// A required key is absent.
+    #[error("schema has no {0:?} key")]
+    MissingKey(&'static str),
+    /// A key holds a value of the wrong msgpack type.
+    #[error("schema key {key:?} must be {expected}")]
+    WrongType {
+        /// The key.
+        key: &'static str,
+        /// What it must hold.
+        expected: &'static str,
+    },
+    /// `format` is not `"loaderx-zrecord"`.
+    #[error("schema format is {0:?}, expected \"loaderx-zrecord\"")]
+    WrongFormat(String),
+    /// `kind` is not the kind the caller asked for.
+    #[error("schema kind is {found:?}, expected {expected}")]
+    WrongKind {
+        /// The kind required.
+        expected: &'static str,
+        /// The kind found.
+        found: String,
+    },
+    /// `kind` is neither `"dense"` nor `"ragged"`.
+    #[error("schema kind is {0:?}, expected \"dense\" or \"ragged\"")]
+    UnknownKind(String),
+    /// `dtype` is not a supported NumPy dtype string.
+    #[error("bad dtype: {0}")]
+    BadDType(String),
+    /// `prod(item_shape) · itemsize` does not fit in a u64.
+    #[error("item_shape times itemsize overflows u64")]
+    Overflow,
+    /// `prod(item_shape) · itemsize` is 0, so no record (at least 1 byte) can fit.
+    #[error("items of 0 bytes (item_shape has a 0): no record can fit")]
+    EmptyItem,
+}
+
+impl Classify for SchemaError {
+    /// A store whose schema breaks the rules is damaged; a store of another kind than the
+    /// caller asked for ([`SchemaError::WrongKind`]) is the caller's mistake.
+    fn kind(&self) -> crate::error::ErrorKind {
+        match self {
+            SchemaError::WrongKind { .. } => crate::error::ErrorKind::Argument,
+            _ => crate::error::ErrorKind::Corrupt,
+        }
+    }
+
+    fn location(&self) -> Option<crate::error::Location> {
+        Some(crate::error::Location::file(crate::error::StoreFile::Schema))
     }
 }
 

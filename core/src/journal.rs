@@ -29,8 +29,8 @@ use crate::error::{Classify, ErrorKind, Location, StoreFile};
 use crate::format::{RecordLoc, ENTRY_SIZE};
 use crate::plan::{delete_swaps, PlanError};
 
-/// File name of the journal inside a store directory (named in [`crate::open`]).
-pub use crate::open::JOURNAL_FILE;
+/// File name of the journal inside a store directory (named in [`crate::names`]).
+pub use crate::names::JOURNAL_FILE;
 
 const MAGIC: [u8; 4] = *b"LXDJ";
 const VERSION: u16 = 1;

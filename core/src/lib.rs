@@ -12,6 +12,7 @@ pub mod format;
 pub mod journal;
 pub mod manifest;
 pub mod mix;
+pub mod names;
 pub mod open;
 pub mod plan;
 pub mod read;

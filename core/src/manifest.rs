@@ -33,11 +33,11 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::error::{Classify, ErrorKind};
-use crate::open::META_FILE;
+use crate::names::META_FILE;
 use crate::schema::{Kind, Schema};
 
 /// The manifest's file name inside a dataset directory.
-pub const MANIFEST_FILE: &str = "manifest.json";
+pub use crate::names::MANIFEST_FILE;
 const FORMAT: &str = "loaderx-manifest";
 const VERSION: u32 = 1;
 

@@ -21,30 +21,22 @@
 //! corrupt data naming `delete.journal`.
 //!
 //! Invariants:
-//! * Every store file name comes from this module ([`META_FILE`], [`chunk_name`], [`DICT_FILE`],
-//!   [`SCHEMA_FILE`], [`JOURNAL_FILE`], [`MANIFEST_FILE`]).
+//! * Every store file name comes from [`crate::names`] (re-exported here: [`META_FILE`],
+//!   [`chunk_name`], [`DICT_FILE`], [`SCHEMA_FILE`], [`JOURNAL_FILE`], [`MANIFEST_FILE`]).
 //! * [`StoreView::header`]'s length is the effective length (the journal's `new_length` when a
 //!   journal stands), so every count a front end derives from it already follows the rule.
 //! * No size read from a file is used to allocate before it is checked ([`check_side_size`]).
 
 use crate::codec::Dictionary;
 use crate::error::{Classify, ErrorKind, Location, StoreFile};
-use crate::format::{FormatError, Header, RecordLoc, HEADER_SIZE, MAX_CHUNKS, MAX_RECORDS};
+use crate::format::{FormatError, Header, RecordLoc, HEADER_SIZE, MAX_RECORDS};
 use crate::journal::{DeleteJournal, JournalError};
 use crate::read::{ReadError, TableCache};
 use crate::schema::{Schema, SchemaError};
 
-/// The header and record table.
-pub const META_FILE: &str = "meta.zr";
-/// The trained zstd dictionary, when the store has one.
-pub const DICT_FILE: &str = "dict.zr";
-/// The schema, when the store has one.
-pub const SCHEMA_FILE: &str = "schema.msgpack";
-/// The outcome of a delete that is running or was interrupted.
-pub const JOURNAL_FILE: &str = "delete.journal";
-/// A manifest (several stores read as one) in a directory of its own (the manifest module
-/// owns it, beside the manifest format).
-pub use crate::manifest::MANIFEST_FILE;
+pub use crate::names::{
+    chunk_id, chunk_name, DICT_FILE, JOURNAL_FILE, MANIFEST_FILE, META_FILE, SCHEMA_FILE,
+};
 /// The optional files fetched whole at open, after the header.
 pub const SIDE_FILES: [&str; 3] = [SCHEMA_FILE, DICT_FILE, JOURNAL_FILE];
 
@@ -53,20 +45,6 @@ pub const MAX_SIDE_BYTES: u64 = 64 << 20;
 /// Largest `delete.journal` there can be: a delete from a full table leaves at most
 /// [`MAX_RECORDS`] entries of 20 bytes, after a 20-byte head, plus an 8-byte checksum.
 pub const MAX_JOURNAL_BYTES: u64 = 20 + 20 * MAX_RECORDS + 8;
-
-/// Chunk file `id`'s name: `<id>.zr`.
-pub fn chunk_name(id: u16) -> String {
-    format!("{id}.zr")
-}
-
-/// The chunk id a file name stands for (`17.zr` → 17); `None` for any other name.
-pub fn chunk_id(name: &str) -> Option<u16> {
-    let stem = name.strip_suffix(".zr")?;
-    if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    stem.parse().ok().filter(|&id| u64::from(id) < MAX_CHUNKS)
-}
 
 /// Which store file `name` is (`None` for a name that is no store file's).
 pub fn store_file(name: &str) -> Option<StoreFile> {

@@ -21,74 +21,15 @@ use thiserror::Error;
 
 pub use crate::dtype::{ByteOrder, DKind, DType, MAX_ITEMSIZE};
 
-/// The schema's file name in a store directory (named in [`crate::open`]).
-pub use crate::open::SCHEMA_FILE;
+/// The schema's file name in a store directory (named in [`crate::names`]).
+pub use crate::names::SCHEMA_FILE;
 /// The `format` value of every loaderx schema.
 pub const FORMAT: &str = "loaderx-zrecord";
 /// The `version` value written by [`Schema::new`] and [`Schema::merge_user`].
 pub const VERSION: u64 = 1;
 /// Deepest nesting of arrays and maps accepted in `schema.msgpack`.
 pub const MAX_DEPTH: usize = 32;
-/// Errors from decoding or interpreting a schema.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[non_exhaustive]
-pub enum SchemaError {
-    /// The bytes are not one well-formed msgpack value.
-    #[error("schema.msgpack is not valid msgpack: {0}")]
-    Decode(String),
-    /// The top-level value is not a map.
-    #[error("schema.msgpack is not a map")]
-    NotAMap,
-    /// A required key is absent.
-    #[error("schema has no {0:?} key")]
-    MissingKey(&'static str),
-    /// A key holds a value of the wrong msgpack type.
-    #[error("schema key {key:?} must be {expected}")]
-    WrongType {
-        /// The key.
-        key: &'static str,
-        /// What it must hold.
-        expected: &'static str,
-    },
-    /// `format` is not `"loaderx-zrecord"`.
-    #[error("schema format is {0:?}, expected \"loaderx-zrecord\"")]
-    WrongFormat(String),
-    /// `kind` is not the kind the caller asked for.
-    #[error("schema kind is {found:?}, expected {expected}")]
-    WrongKind {
-        /// The kind required.
-        expected: &'static str,
-        /// The kind found.
-        found: String,
-    },
-    /// `kind` is neither `"dense"` nor `"ragged"`.
-    #[error("schema kind is {0:?}, expected \"dense\" or \"ragged\"")]
-    UnknownKind(String),
-    /// `dtype` is not a supported NumPy dtype string.
-    #[error("bad dtype: {0}")]
-    BadDType(String),
-    /// `prod(item_shape) · itemsize` does not fit in a u64.
-    #[error("item_shape times itemsize overflows u64")]
-    Overflow,
-    /// `prod(item_shape) · itemsize` is 0, so no record (at least 1 byte) can fit.
-    #[error("items of 0 bytes (item_shape has a 0): no record can fit")]
-    EmptyItem,
-}
-
-impl crate::error::Classify for SchemaError {
-    /// A store whose schema breaks the rules is damaged; a store of another kind than the
-    /// caller asked for ([`SchemaError::WrongKind`]) is the caller's mistake.
-    fn kind(&self) -> crate::error::ErrorKind {
-        match self {
-            SchemaError::WrongKind { .. } => crate::error::ErrorKind::Argument,
-            _ => crate::error::ErrorKind::Corrupt,
-        }
-    }
-
-    fn location(&self) -> Option<crate::error::Location> {
-        Some(crate::error::Location::file(crate::error::StoreFile::Schema))
-    }
-}
+pub use crate::error::SchemaError;
 
 /// Dense stores hold fixed-size items; ragged stores hold a variable number of rows per record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -31,3 +31,21 @@ pub(crate) fn check_writable(path: std::path::PathBuf) -> PyResult<()> {
     loaderx_native::check_writable(&path.to_string_lossy()).map_err(to_py)
 }
 
+/// The manifest file `location` names (the `.json` file itself, or `manifest.json` in a
+/// directory that is not a store), or None when it holds a store or nothing readable: native's
+/// one answer to "store or manifest?" (`loaderx_native::identify`), which the CLI and the JS
+/// package ask too.
+#[pyfunction]
+pub(crate) fn manifest_file(location: std::path::PathBuf) -> Option<std::path::PathBuf> {
+    match loaderx_native::identify(&location.to_string_lossy()) {
+        Ok(loaderx_native::Found::Manifest(file)) => Some(file),
+        _ => None,
+    }
+}
+
+/// Whether `name` is one of the files a store keeps in its directory (`meta.zr`, chunk files,
+/// `dict.zr`, `schema.msgpack`, `delete.journal`; core's list, `loaderx_core::open`).
+#[pyfunction]
+pub(crate) fn is_store_file(name: &str) -> bool {
+    loaderx_core::open::is_store_file(name)
+}

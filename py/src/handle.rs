@@ -96,7 +96,8 @@ impl Handle {
             Open { records: Arc::new(many), store: None }
         } else {
             let location = location.to_string_lossy().into_owned();
-            let store = Arc::new(py.detach(|| Store::open_location(&location, create, &remote)).map_err(to_py)?);
+            let store =
+                Arc::new(py.detach(|| Store::open_location(&location, create, &remote)).map_err(to_py)?);
             Open { records: store.clone(), store: Some(store) }
         };
         Ok(Handle { inner: RwLock::new(Some(open)) })
@@ -217,7 +218,8 @@ impl Handle {
             .and_then(|n| usize::try_from(n).ok())
             .ok_or_else(|| argument("batch too large".into()))?;
         let mut buffer = pool::take(len);
-        py.detach(|| threads::run(|| records.gather_fixed(idxs, buffer.as_mut_slice(), stride))).map_err(to_py)?;
+        py.detach(|| threads::run(|| records.gather_fixed(idxs, buffer.as_mut_slice(), stride)))
+            .map_err(to_py)?;
         pool::into_array(py, buffer)
     }
 
@@ -273,7 +275,8 @@ impl Handle {
     /// new index.
     fn append(&self, py: Python<'_>, src: Bytes<'_>, offsets: U64s<'_>, codec_tag: u8) -> PyResult<u64> {
         let store = self.store("append")?;
-        let codec = Codec::from_tag(codec_tag).ok_or_else(|| argument(format!("unknown codec tag {codec_tag}")))?;
+        let codec =
+            Codec::from_tag(codec_tag).ok_or_else(|| argument(format!("unknown codec tag {codec_tag}")))?;
         let (src, offsets) = (src.as_slice()?, offsets.as_slice()?);
         py.detach(|| threads::run(|| store.append(src, offsets, codec))).map_err(to_py)
     }
@@ -289,7 +292,13 @@ impl Handle {
         py.detach(|| store.compact()).map_err(to_py)
     }
 
-    fn train_dict(&self, py: Python<'_>, samples: Bytes<'_>, sizes: U64s<'_>, target: usize) -> PyResult<usize> {
+    fn train_dict(
+        &self,
+        py: Python<'_>,
+        samples: Bytes<'_>,
+        sizes: U64s<'_>,
+        target: usize,
+    ) -> PyResult<usize> {
         let store = self.store("train a dictionary")?;
         let samples = samples.as_slice()?;
         let sizes: Vec<usize> = sizes.as_slice()?.iter().map(|&s| s as usize).collect();

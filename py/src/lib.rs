@@ -33,13 +33,17 @@ fn _loaderx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(functions::is_url, m)?)?;
     m.add_function(wrap_pyfunction!(functions::redact_url, m)?)?;
     m.add_function(wrap_pyfunction!(functions::check_writable, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::manifest_file, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::is_store_file, m)?)?;
     m.add("ERROR_CODES", error::codes(m.py())?)?;
     let codecs = PyDict::new(m.py());
     for c in Codec::ALL {
         codecs.set_item(c.name(), c as u8)?;
     }
     m.add("CODECS", codecs)?;
-    m.add("SCHEMA_FILE", loaderx_core::schema::SCHEMA_FILE)?;
+    m.add("SCHEMA_FILE", loaderx_core::open::SCHEMA_FILE)?;
+    m.add("META_FILE", loaderx_core::open::META_FILE)?;
+    m.add("MANIFEST_FILE", loaderx_core::open::MANIFEST_FILE)?;
     m.add("FORMAT", loaderx_core::schema::FORMAT)?;
     m.add("MAX_RECORD_LEN", MAX_RECORD_LEN)?;
     m.add("MAX_RECORDS", loaderx_core::format::MAX_RECORDS)?;

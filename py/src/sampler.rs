@@ -70,4 +70,3 @@ fn batch_buffer(len: usize) -> PyResult<Vec<u64>> {
     out.resize(len, 0);
     Ok(out)
 }
-

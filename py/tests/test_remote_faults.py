@@ -61,7 +61,7 @@ def test_a_slow_server_is_an_error_within_the_deadline(proxy):
     base, faults = proxy
     from loaderx import _loaderx
 
-    handle = _loaderx.Store(f"{base}/{NAME}/store", False, None, 1.0)
+    handle = _loaderx.Handle(f"{base}/{NAME}/store", deadline=1.0)
     idxs = np.arange(8, dtype=np.uint64)
     lens = handle.lengths(idxs)
     offs = np.concatenate([[0], np.cumsum(lens.astype(np.uint64))[:-1]]).astype(np.uint64)

@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from . import _loaderx
 from .errors import BadArgumentError
-from .zrecord import CODECS, MAX_RECORD_LEN, SCHEMA, Zrecord, _codec_name, _writable
+from .zrecord import CODECS, MAX_RECORD_LEN, Zrecord, _codec_name, _writable
 
 if TYPE_CHECKING:
     from ._typing import StrPath, WriteMode
@@ -82,9 +82,7 @@ WRITE_MODES = ("append", "overwrite", "error")
 
 def _is_store_file(name: str) -> bool:
     """Whether ``name`` is one of the files a store keeps in its directory."""
-    base = name[:-4] if name.endswith(".tmp") else name
-    stem, dot, ext = base.partition(".")
-    return base in ("meta.zr", "dict.zr", "delete.journal", SCHEMA) or (ext == "zr" and stem.isdigit())
+    return _loaderx.is_store_file(name[:-4] if name.endswith(".tmp") else name)
 
 
 def _target(path: StrPath, mode: str) -> tuple[Path, bool]:
@@ -99,7 +97,7 @@ def _target(path: StrPath, mode: str) -> tuple[Path, bool]:
         raise BadArgumentError.new(f"{path} is a file; a converter writes a store into a directory")
     if not path.is_dir():
         return path, False
-    if not (path / "meta.zr").exists():
+    if not (path / _loaderx.META_FILE).exists():
         found = sorted(os.listdir(path))
         if found:
             shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
@@ -166,7 +164,7 @@ class _Writer:
             if path.exists():
                 shutil.rmtree(path)  # left by a conversion of this process id that died
         self.path = path
-        self.created = not (path / "meta.zr").exists()
+        self.created = not (path / _loaderx.META_FILE).exists()
         # Directories this call creates (the store and any missing parents), deepest first.
         self.new_dirs = [d for d in (path, *path.parents) if not d.exists()]
         self.store = Zrecord(path, codec=codec)
@@ -201,9 +199,7 @@ class _Writer:
         if not ok and self.created:
             # The store did not exist before this call: leave no trace of it.
             for f in self.path.iterdir():
-                if f.name in ("meta.zr", "meta.zr.tmp", "dict.zr", "dict.zr.tmp") or (
-                    f.suffix == ".zr" and f.stem.isdigit()
-                ):
+                if _is_store_file(f.name):
                     f.unlink()
             for d in self.new_dirs:
                 try:

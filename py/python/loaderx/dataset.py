@@ -80,7 +80,7 @@ def _open(
     listed = _manifest_file(where)
     if listed is not None:
         store = _Records(listed, storage_options, cache)
-    elif isinstance(where, Path) and not (where / "meta.zr").is_file():
+    elif isinstance(where, Path) and not (where / _loaderx.META_FILE).is_file():
         raise missing
     else:
         store = Zrecord._existing(where, storage_options, cache)

@@ -38,20 +38,15 @@ if TYPE_CHECKING:
 
 __all__ = ["MANIFEST_FILE", "commit", "refresh", "stores"]
 
-MANIFEST_FILE = "manifest.json"
+MANIFEST_FILE = _loaderx.MANIFEST_FILE
 
 
 def _manifest_file(path: StrPath) -> Path | None:
     """The manifest file ``path`` names (the file itself, or ``manifest.json`` in a directory
-    that is not a store), or None when ``path`` is not a manifest."""
-    if isinstance(path, str) and _loaderx.is_url(path):
-        return None
-    p = Path(path)
-    if p.is_file() and p.suffix == ".json":
-        return p
-    if p.is_dir() and (p / MANIFEST_FILE).is_file() and not (p / "meta.zr").exists():
-        return p / MANIFEST_FILE
-    return None
+    that is not a store), or None when ``path`` is not a manifest (native's one rule, which the
+    CLI and the JS package follow too)."""
+    found = _loaderx.manifest_file(os.fspath(path))
+    return None if found is None else Path(found)
 
 
 def commit(path: StrPath, stores: Iterable[StrPath], storage_options: dict[str, str] | None = None) -> list[tuple[str, int]]:
@@ -161,7 +156,7 @@ def stores(path: StrPath) -> list[tuple[str, int]]:
     found = _manifest_file(_location(path))
     if found is None:
         raise StoreNotFoundError.new(f"{_shown(os.fspath(path))}: no {MANIFEST_FILE} there")
-    many = _loaderx.Many(os.fspath(found))
+    many = _loaderx.Handle(os.fspath(found), manifest=True)
     try:
         return many.stores
     finally:
@@ -180,7 +175,9 @@ class _Records:
         self.storage_options = dict(storage_options) if storage_options else None
         self.cache = _cache(cache)
         cache_dir, cache_bytes = self.cache or (None, None)
-        self._s = _loaderx.Many(os.fspath(path), self.storage_options, None, cache_dir, cache_bytes)
+        self._s = _loaderx.Handle(
+            os.fspath(path), manifest=True, storage_options=self.storage_options, cache_dir=cache_dir, cache_bytes=cache_bytes
+        )
 
     def __len__(self) -> int:
         return len(self._s)

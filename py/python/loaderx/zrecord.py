@@ -249,7 +249,7 @@ class Zrecord(Exports):
         self.path = _location(path)
         self.storage_options = dict(storage_options) if storage_options else None
         self.cache = _cache(cache)
-        self._store: _loaderx.Store | None = self._open(True)
+        self._store: _loaderx.Handle | None = self._open(True)
         self._pid = os.getpid()
 
     @classmethod
@@ -264,12 +264,14 @@ class Zrecord(Exports):
         self._pid = os.getpid()
         return self
 
-    def _open(self, create: bool) -> _loaderx.Store:
+    def _open(self, create: bool) -> _loaderx.Handle:
         cache_dir, cache_bytes = self.cache or (None, None)
-        return _loaderx.Store(os.fspath(self.path), create, self.storage_options, None, cache_dir, cache_bytes)
+        return _loaderx.Handle(
+            os.fspath(self.path), create=create, storage_options=self.storage_options, cache_dir=cache_dir, cache_bytes=cache_bytes
+        )
 
     @property
-    def _s(self) -> _loaderx.Store:
+    def _s(self) -> _loaderx.Handle:
         store = self._store
         if store is None:
             raise StoreClosedError.new("I/O operation on a closed Zrecord")
