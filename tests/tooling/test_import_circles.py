@@ -8,6 +8,8 @@ Run: .venv/bin/python -m pytest tests/tooling/test_import_circles.py -q
 import ast
 from pathlib import Path
 
+from _graph import circles
+
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "py" / "python" / "loaderx"
 
@@ -55,37 +57,6 @@ def import_graph(package_dir):
                     edges.setdefault(target, node.lineno)
         graph[name] = edges
     return graph
-
-
-def circles(graph):
-    """Every strongly connected set of two or more modules, each as a sorted list."""
-    index, low, stack, on_stack, found = {}, {}, [], set(), []
-
-    def visit(v):
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in graph[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            group = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                group.append(w)
-                if w == v:
-                    break
-            if len(group) > 1:
-                found.append(sorted(group))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
 
 
 def test_loaderx_has_no_import_circle():

@@ -94,13 +94,14 @@ def test_under_the_policy_a_module_level_importorskip_fails_and_the_rest_runs(tm
 
 def test_every_pytest_suite_loads_the_policy():
     """Every folder of test_*.py files under py/ and tests/ has the policy's hooks from a conftest.py
-    there or in a folder above it (up to py/ or tests/)."""
+    there or in a folder above it (up to py/ or tests/, those included)."""
     def loads_policy(folder):
-        while folder not in (REPO / "py", REPO / "tests"):
-            conftest = folder / "conftest.py"
+        for f in (folder, *folder.parents):
+            conftest = f / "conftest.py"
             if conftest.is_file() and re.search(r"from _require_all import \((?:\s*#[^\n]*)?[\w\s,]*pytest_runtest_makereport", conftest.read_text()):
                 return True
-            folder = folder.parent
+            if f in (REPO / "py", REPO / "tests"):
+                return False
         return False
 
     folders = {p.parent for top in ("py", "tests") for p in (REPO / top).rglob("test_*.py")

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from _graph import circles
 
 REPO = Path(__file__).resolve().parents[2]
 CRATES = ["core/src", "native/src", "wasm/src", "py/src"]
@@ -40,38 +41,6 @@ def edges(mods: dict[str, str]) -> dict[str, set[str]]:
             if target and target != m and not target.startswith(m + "::") and not m.startswith(target + "::"):
                 out[m].add(target)
     return out
-
-
-def circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in graph[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in graph:
-        if v not in index:
-            visit(v)
-    return found
 
 
 @pytest.mark.parametrize("crate", CRATES)
