@@ -181,6 +181,29 @@ def used_bytes_digest(store):
     return h.hexdigest()
 
 
+def read_records(z):
+    """Every record of an open Zrecord, as bytes, in index order, read in one gather."""
+    n = len(z)
+    if n == 0:
+        return []
+    lens = z.lengths(np.arange(n, dtype=np.uint64)).astype(np.int64)
+    offs = np.zeros(n, dtype=np.uint64)
+    offs[1:] = np.cumsum(lens[:-1])
+    buf = np.empty(int(lens.sum()), dtype=np.uint8)
+    z.gather(np.arange(n, dtype=np.uint64), buf, offs)
+    return [buf[int(o) : int(o) + int(k)].tobytes() for o, k in zip(offs, lens)]
+
+
+def swap_last_delete(items, idxs):
+    """docs/format.md "Delete and compact", modelled independently of the engine: duplicates
+    dropped, largest index first, each hole filled by the last item."""
+    items = list(items)
+    for i in sorted(set(idxs), reverse=True):
+        items[i] = items[-1]
+        items.pop()
+    return items
+
+
 def table_codecs(store):
     """The compress tag of every live table entry, read straight from meta.zr
     (docs/format.md "Table entry")."""

@@ -41,7 +41,7 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from _lxhelpers import snapshot, worker_threads
+from _lxhelpers import read_records, snapshot, worker_threads
 from loaderx.converter import from_iterator, from_numpy
 from loaderx.dataset import DenseDataset, RaggedDataset
 from loaderx.errors import ZrecordError
@@ -103,19 +103,6 @@ def scratch():
     """A fresh temporary directory for one example (not under tmp_path: nothing to export)."""
     with tempfile.TemporaryDirectory(prefix="lx-prop-") as d:
         yield Path(d)
-
-
-def read_records(z):
-    """Every record of an open Zrecord, as bytes, read one gather for all."""
-    n = len(z)
-    if n == 0:
-        return []
-    lens = z.lengths(np.arange(n, dtype=np.uint64)).astype(np.int64)
-    offs = np.zeros(n, dtype=np.uint64)
-    offs[1:] = np.cumsum(lens[:-1])
-    buf = np.empty(int(lens.sum()), dtype=np.uint8)
-    z.gather(np.arange(n, dtype=np.uint64), buf, offs)
-    return [buf[int(o) : int(o) + int(k)].tobytes() for o, k in zip(offs, lens)]
 
 
 def records_at(path):

@@ -15,7 +15,7 @@ import os
 import numpy as np
 import pytest
 
-from _lxhelpers import OUR_PYTHON, SCRIPTS, copy_fixture, expected_path, run_json, table_codecs
+from _lxhelpers import OUR_PYTHON, SCRIPTS, copy_fixture, expected_path, run_json, swap_last_delete, table_codecs
 from loaderx.converter import from_iterator, from_numpy
 from loaderx.dataset import DenseDataset, RaggedDataset
 from loaderx.zrecord import Zrecord
@@ -41,15 +41,6 @@ def int_seqs(n=150):
 
 def f32_rows(n=40):
     return [(np.arange(3 * (1 + i % 6), dtype=np.float32).reshape(-1, 3) / (i + 1)) for i in range(n)]
-
-
-def swap_last_delete(items, idxs):
-    """docs/format.md "Delete and compact", independently: drop duplicates, largest first, move the last into the hole."""
-    items = list(items)
-    for i in sorted(set(idxs), reverse=True):
-        items[i] = items[-1]
-        items.pop()
-    return items
 
 
 def store_ops(python, ops, tmp_path, tag):

@@ -34,11 +34,9 @@ from loaderx.dataset import pad
 @example(idx=-13)
 @example(idx=2**63)
 def test_dense_dataset_with_any_index(stores, idx):
-    ds, rows = stores.dense, stores.rows
-    want = slice_want(idx, len(rows)) if isinstance(idx, slice) else want_indices(idx, len(rows), masks=True)
-    outcome, value = attempt(lambda: ds[idx])
-    tally(f"dense ({want.kind})", outcome, value)
-    if check_index_outcome(outcome, value, want):
+    rows = stores.rows
+    want, value, compare = index_once("dense", stores.dense, len(rows), idx)
+    if compare:
         expect = rows[want.norm[0]] if want.scalar else rows[list(want.norm)].reshape(-1, *rows.shape[1:])
         assert value.shape == expect.shape and value.dtype == rows.dtype and (value == expect).all()
     assert_read_only_stores_intact(stores)
@@ -49,16 +47,24 @@ def test_dense_dataset_with_any_index(stores, idx):
 @example(idx=[-1, 0])
 @example(idx=9)
 def test_ragged_dataset_with_any_index(stores, idx):
-    rs, seqs = stores.ragged, stores.seqs
-    want = slice_want(idx, len(seqs)) if isinstance(idx, slice) else want_indices(idx, len(seqs), masks=True)
-    outcome, value = attempt(lambda: rs[idx])
-    tally(f"ragged ({want.kind})", outcome, value)
-    if check_index_outcome(outcome, value, want):
+    seqs = stores.seqs
+    want, value, compare = index_once("ragged", stores.ragged, len(seqs), idx)
+    if compare:
         if want.scalar:
             assert value.tolist() == seqs[want.norm[0]].tolist()
         else:
             assert [v.tolist() for v in value] == [seqs[i].tolist() for i in want.norm]
     assert_read_only_stores_intact(stores)
+
+
+def index_once(kind, ds, n, idx):
+    """``ds[idx]`` on a dataset of ``n`` records, its outcome checked against NumPy's answer for
+    ``idx`` (check_index_outcome): ``(want, value, compare)``, where ``compare`` is True when the
+    caller should compare ``value``, what the dataset returned, against the model."""
+    want = slice_want(idx, n) if isinstance(idx, slice) else want_indices(idx, n, masks=True)
+    outcome, value = attempt(lambda: ds[idx])
+    tally(f"{kind} ({want.kind})", outcome, value)
+    return want, value, check_index_outcome(outcome, value, want)
 
 
 def slice_want(sl, n):

@@ -61,6 +61,21 @@ def compare_sampler(name, want, got):
     return errs
 
 
+def compare_each(label, wants, gots, compare):
+    """``compare(name, want, got)`` for every entry of ``wants`` against its namesake in ``gots``
+    (one the reader left out is a mismatch): (every mismatch, the names that matched)."""
+    errs, equal = [], []
+    for name, want in wants.items():
+        if name not in gots:
+            errs.append(f"{label}{name}: missing")
+            continue
+        e = compare(name, want, gots[name])
+        errs += e
+        if not e:
+            equal.append(name)
+    return errs, equal
+
+
 def readers_in(path):
     data = json.loads(Path(path).read_text())
     return data["readers"] if "readers" in data else [data]
@@ -80,28 +95,17 @@ def main():
             got_stores = r.get("stores", {})
             for name in sorted(set(got_stores) - set(stores)):
                 errs.append(f"{name}: not in the manifest")
-            records = ok_stores = 0
-            for name, want in stores.items():
-                if name not in got_stores:
-                    errs.append(f"{name}: missing")
-                    continue
-                e = compare_store(name, want, got_stores[name])
-                errs += e
-                if not e:
-                    records += want["length"]
-                    ok_stores += 1
+            e, equal = compare_each("", stores, got_stores, compare_store)
+            errs += e
+            records, ok_stores = sum(stores[name]["length"] for name in equal), len(equal)
             got_sampler = r.get("sampler")
             n_cases = 0
             if got_sampler is None:
                 errs.append("no sampler output")
             else:
-                for name, want in cases.items():
-                    if name not in got_sampler:
-                        errs.append(f"sampler {name}: missing")
-                        continue
-                    e = compare_sampler(name, want, got_sampler[name])
-                    errs += e
-                    n_cases += not e
+                e, equal = compare_each("sampler ", cases, got_sampler, compare_sampler)
+                errs += e
+                n_cases = len(equal)
             status = "ok  " if not errs else "FAIL"
             print(f"{status} {r.get('reader', path):<28} stores {ok_stores}/{len(stores)}"
                   f"  records {records}  sampler cases {n_cases}/{len(cases)}"

@@ -17,7 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
+# _lxhelpers (py/tests) needs only the standard library and NumPy, so both interpreters import it.
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+
 import loaderx
+from _lxhelpers import read_records, used_bytes_digest
 from loaderx.converter import from_iterator, from_numpy
 from loaderx.dataloader import DataLoader
 from loaderx.dataset import DenseDataset, RaggedDataset, pad
@@ -46,22 +50,6 @@ def sha(b):
     return hashlib.sha256(bytes(b)).hexdigest()
 
 
-def used_digest(path):
-    """Header + live table + used chunk bytes (the files themselves are sparse 256 MiB / 4 GiB)."""
-    path = Path(path)
-    with open(path / "meta.zr", "rb") as f:
-        header = f.read(16)
-        n = int.from_bytes(header[12:16], "little")
-        table = f.read(16 * n)
-    tail_chunk = int.from_bytes(header[6:8], "little")
-    tail = int.from_bytes(header[8:12], "little")
-    h = hashlib.sha256(header + table)
-    for k in range(tail_chunk + 1):
-        with open(path / f"{k}.zr", "rb") as f:
-            h.update(f.read(tail if k == tail_chunk else (1 << 32) - 1))
-    return h.hexdigest()
-
-
 def store_facts(path):
     path = Path(path)
     facts = {"files": sorted(p.name for p in path.iterdir())}
@@ -70,35 +58,22 @@ def store_facts(path):
     if (path / "dict.zr").exists():
         facts["dict"] = sha((path / "dict.zr").read_bytes())
     if (path / "meta.zr").exists():
-        facts["used"] = used_digest(path)
+        facts["used"] = used_bytes_digest(path)
         z = Zrecord(path)
         n = len(z)
         facts["len"] = n
         facts["stats"] = {k: int(v) for k, v in z.stats().items()}
         facts["has_dict"] = bool(z.has_dict())
         if n:
-            lengths = z.lengths(np.arange(n, dtype=np.uint64))
-            facts["lengths"] = [int(x) for x in lengths]
-            offsets = np.zeros(n, dtype=np.uint64)
-            offsets[1:] = np.cumsum(lengths.astype(np.uint64))[:-1]
-            dst = np.zeros(int(lengths.sum()), dtype=np.uint8)
-            z.gather(np.arange(n, dtype=np.uint64), dst, offsets)
-            facts["content"] = sha(dst.tobytes())
+            facts["lengths"] = [int(x) for x in z.lengths(np.arange(n, dtype=np.uint64))]
+            facts["content"] = sha(b"".join(read_records(z)))
         z.close()
     return facts
 
 
 def content_of(z):
     """Each record's bytes, hex, in index order."""
-    n = len(z)
-    if n == 0:
-        return []
-    lengths = z.lengths(np.arange(n, dtype=np.uint64)).astype(np.uint64)
-    offsets = np.zeros(n, dtype=np.uint64)
-    offsets[1:] = np.cumsum(lengths)[:-1]
-    dst = np.zeros(int(lengths.sum()), dtype=np.uint8)
-    z.gather(np.arange(n, dtype=np.uint64), dst, offsets)
-    return [dst[int(o) : int(o + n)].tobytes().hex() for o, n in zip(offsets, lengths)]
+    return [r.hex() for r in read_records(z)]
 
 
 def pack(recs):
@@ -323,17 +298,23 @@ def _describe(v):
     return {"dtype": str(v.dtype), "shape": list(v.shape), "values": v.tolist()}
 
 
-@case
-def dense_indexing():
-    x = (np.arange(30, dtype=np.int32) * 3 - 7).reshape(10, 3)
-    from_numpy(WORK / "idx_dense", x)
-    ds = DenseDataset(WORK / "idx_dense")
-    out = {"len": len(ds)}
+def index_all(ds):
+    """``ds[idx]`` for every index form of INDEXES: the value, or the error it raised."""
+    out = {}
     for name, idx in INDEXES.items():
         try:
             out[name] = _describe(ds[idx])
         except Exception as e:
             out[name] = err(e)
+    return out
+
+
+@case
+def dense_indexing():
+    x = (np.arange(30, dtype=np.int32) * 3 - 7).reshape(10, 3)
+    from_numpy(WORK / "idx_dense", x)
+    ds = DenseDataset(WORK / "idx_dense")
+    out = {"len": len(ds), **index_all(ds)}
     out["getitems_list"] = _describe(ds.__getitems__([3, 1]))
     out["getitems_array"] = _describe(ds.__getitems__(np.array([7, 0, 7], dtype=np.uint64)))
     out["out_of_range"] = None
@@ -349,12 +330,7 @@ def ragged_indexing():
     seqs = [np.arange(1 + i % 4, dtype=np.int16) + 10 * i for i in range(10)]
     from_iterator(WORK / "idx_ragged", seqs)
     rs = RaggedDataset(WORK / "idx_ragged")
-    out = {"len": len(rs)}
-    for name, idx in INDEXES.items():
-        try:
-            out[name] = _describe(rs[idx])
-        except Exception as e:
-            out[name] = err(e)
+    out = {"len": len(rs), **index_all(rs)}
     out["getitems_list"] = _describe(rs.__getitems__([3, 1]))
     out["pad"] = _describe(list(pad(rs[[0, 3, 5]], max_len=6, pad_value=-1)))
     return out
