@@ -16,6 +16,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+import { gatherRound } from './bench_round.mjs';
 import { benchStore, repo, setup, trimmed } from './bench_store_js.mjs';
 
 const args = process.argv.slice(2);
@@ -39,16 +40,9 @@ const exe = (argv) => benchStore(argv);
 
 /** Seconds to gather every batch once, `depth` batches in flight (1: one call after another). */
 async function timeRound(st, depth) {
-  const t = performance.now();
-  let moved = 0;
-  const inFlight = [];
-  for (const b of batches) {
-    inFlight.push(st.gatherBytes(b));
-    if (inFlight.length >= depth) for (const r of await inFlight.shift()) moved += r.byteLength;
-  }
-  for (const p of inFlight) for (const r of await p) moved += r.byteLength;
+  const { moved, seconds } = await gatherRound(st, batches, depth);
   if (moved !== bytesPerRound) throw new Error(`moved ${moved} bytes, expected ${bytesPerRound}`);
-  return (performance.now() - t) / 1000;
+  return seconds;
 }
 
 /** MiB/s of each store in `stores`, their rounds taking turns (the first round of each is a
@@ -151,21 +145,15 @@ try {
   if (!isolated) throw new Error('the bench page is not cross-origin isolated');
   const runIn = (threads, worker, depth) => page.evaluate(async ({ names, batches, rounds, bytesPerRound, threads, worker, depth }) => {
     const { Store } = await import('/js/src/browser.js');
+    const { gatherRound } = await import('/scripts/bench_round.mjs');
     const mem = {};
     for (const n of names) mem[n] = new Uint8Array(await (await fetch(`/bench-store/trimmed/${n}`)).arrayBuffer());
     const st = await Store.open(mem, { worker, threads });
     const rates = [];
     for (let round = 0; round <= rounds; round++) {
-      const t = performance.now();
-      let moved = 0;
-      const inFlight = [];
-      for (const b of batches) {
-        inFlight.push(st.gatherBytes(b));
-        if (inFlight.length >= depth) for (const r of await inFlight.shift()) moved += r.byteLength;
-      }
-      for (const p of inFlight) for (const r of await p) moved += r.byteLength;
+      const { moved, seconds } = await gatherRound(st, batches, depth);
       if (moved !== bytesPerRound) throw new Error(`moved ${moved}`);
-      if (round > 0) rates.push(moved / ((performance.now() - t) / 1000) / 1048576);
+      if (round > 0) rates.push(moved / seconds / 1048576);
     }
     const threaded = st.threaded ?? false;
     await st.close();

@@ -151,6 +151,12 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
   /** Whether decodes run on the thread pool while this thread goes on (the threaded build, where
    *  `Atomics.waitAsync` can wait for them without blocking). */
   const POOL_DECODE = wasm.isThreaded() && typeof waitAsync === 'function';
+  /** Copies the output a decode left in `plan` (in wasm memory) into `out`, and returns `out`. */
+  const copyOutput = (plan, out) => {
+    const address = plan.outputAddress();
+    out.set(new Uint8Array(wasm.wasmMemory().buffer, address, plan.outputLength));
+    return out;
+  };
   /** The store's file names and side-file size caps, from core's open protocol (one place). */
   const FILES = wasm.Reader.storeFiles();
   /** @type {string[]} */
@@ -383,9 +389,7 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
         if (!fits) return data ? reader.decode(plan, data, got) : reader.decodeInput(plan, got);
         if (data) plan.setInput(data);
         reader.decodeInputKept(plan, got);
-        const address = plan.outputAddress();
-        into.set(new Uint8Array(wasm.wasmMemory().buffer, address, plan.outputLength));
-        return into;
+        return copyOutput(plan, into);
       }
       if (data) plan.setInput(data);
       const job = reader.decodeStart(plan, got);
@@ -398,9 +402,7 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
         if (wait.async) await wait.value;
         this.#check();
         reader.decodeFinish(plan, job);
-        const address = job.outputAddress();
-        out.set(new Uint8Array(wasm.wasmMemory().buffer, address, job.outputLength));
-        return out;
+        return copyOutput(plan, out);
       } finally {
         job.free();
       }

@@ -7,20 +7,9 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Store } from '../src/node.js';
 import { fixture, range, readStoreFiles, storeDir } from './helpers/common.mjs';
-import {
-  SEED,
-  assertUnchanged,
-  expectRejects,
-  expectResolves,
-  holdsNonBytes,
-  okOrRejects,
-  settle,
-  stillWorks,
-  targets,
-  useTargets,
-} from './helpers/properties.mjs';
+import * as prop from './helpers/properties.mjs';
 
-useTargets();
+prop.useTargets();
 
 // ---------------------------------------------------------------------------------------------
 // {name: bytes} of random bytes
@@ -166,40 +155,40 @@ describe('{name: bytes} stores of random bytes', () => {
     const seen = new Map();
     await fc.assert(
       fc.asyncProperty(randomStoreArb, async (d) => {
-        const res = await settle(() => Store.open(filesOf(d)));
+        const res = await prop.settle(() => Store.open(filesOf(d)));
         const what = 'Store.open(random files)';
         if ('error' in res || res.hang) {
-          expectRejects(res, ['LOADERX_NOT_FOUND', 'LOADERX_NOT_A_STORE', 'LOADERX_CORRUPT'], what);
+          prop.expectRejects(res, ['LOADERX_NOT_FOUND', 'LOADERX_NOT_A_STORE', 'LOADERX_CORRUPT'], what);
           seen.set(res.error.code, (seen.get(res.error.code) ?? 0) + 1);
           const meta = filesOf(d)['meta.zr'];
           if (!meta) assert.equal(res.error.code, 'LOADERX_NOT_FOUND');
           else if (meta.length < 16) assert.ok(res.error.code === 'LOADERX_CORRUPT', `${what}: a ${meta.length}-byte meta.zr gave ${res.error.code}`);
         } else {
-          const store = expectResolves(res, what);
+          const store = prop.expectResolves(res, what);
           seen.set('opened', (seen.get('opened') ?? 0) + 1);
           try {
             const idx = range(Math.min(store.length, 16));
             const reads = ['LOADERX_CORRUPT', 'LOADERX_TOO_LARGE'];
-            okOrRejects(await settle(() => store.lengths(idx)), reads, `${what}.lengths`);
-            okOrRejects(await settle(() => store.gatherBytes(idx)), reads, `${what}.gatherBytes`);
-            okOrRejects(await settle(() => store.gather(idx)), reads, `${what}.gather`);
-            if (store.length) okOrRejects(await settle(() => store.get(store.length - 1)), reads, `${what}.get`);
-            const v = okOrRejects(await settle(() => store.verify()), reads, `${what}.verify`);
+            prop.okOrRejects(await prop.settle(() => store.lengths(idx)), reads, `${what}.lengths`);
+            prop.okOrRejects(await prop.settle(() => store.gatherBytes(idx)), reads, `${what}.gatherBytes`);
+            prop.okOrRejects(await prop.settle(() => store.gather(idx)), reads, `${what}.gather`);
+            if (store.length) prop.okOrRejects(await prop.settle(() => store.get(store.length - 1)), reads, `${what}.get`);
+            const v = prop.okOrRejects(await prop.settle(() => store.verify()), reads, `${what}.verify`);
             if (v.value) {
               assert.equal(v.value.checked, store.length);
               for (const b of v.value.bad) assert.ok(reads.includes(b.code) && b.index >= 0 && b.index < store.length, `verify bad entry ${fc.stringify(b)}`);
             }
-            okOrRejects(await settle(() => store.stats()), reads, `${what}.stats`);
+            prop.okOrRejects(await prop.settle(() => store.stats()), reads, `${what}.stats`);
           } finally {
             await store.close();
           }
         }
       }),
-      { seed: SEED, numRuns: 600 },
+      { seed: prop.SEED, numRuns: 600 },
     );
     assert.ok(seen.get('opened') > 20, `enough random stores open to be read: ${fc.stringify([...seen])}`);
-    await stillWorks();
-    await assertUnchanged(targets.get('u8img_zstd'), true);
+    await prop.stillWorks();
+    await prop.assertUnchanged(prop.targets.get('u8img_zstd'), true);
   });
 
   test('{name: value} where a value is not bytes: a rejected LoaderxError, not a synchronous RangeError/TypeError', async () => {
@@ -215,14 +204,14 @@ describe('{name: bytes} stores of random bytes', () => {
     const files = fc.dictionary(fc.oneof(fc.constantFrom('meta.zr', 'schema.msgpack', 'dict.zr', '0.zr'), fc.string({ maxLength: 4 })), notBytes, { maxKeys: 4 });
     await fc.assert(
       fc.asyncProperty(files, async (f) => {
-        const res = await settle(() => Store.open(/** @type {any} */ (f))); // (values that are not bytes, on purpose)
+        const res = await prop.settle(() => Store.open(/** @type {any} */ (f))); // (values that are not bytes, on purpose)
         const what = `Store.open(${fc.stringify(f)})`;
-        if (holdsNonBytes(f)) expectRejects(res, ['LOADERX_ARGUMENT'], what);
-        else if ('error' in res || res.hang) expectRejects(res, ['LOADERX_NOT_FOUND', 'LOADERX_NOT_A_STORE', 'LOADERX_CORRUPT'], what);
-        else await expectResolves(res, what).close();
+        if (prop.holdsNonBytes(f)) prop.expectRejects(res, ['LOADERX_ARGUMENT'], what);
+        else if ('error' in res || res.hang) prop.expectRejects(res, ['LOADERX_NOT_FOUND', 'LOADERX_NOT_A_STORE', 'LOADERX_CORRUPT'], what);
+        else await prop.expectResolves(res, what).close();
       }),
-      { seed: SEED, numRuns: 150 },
+      { seed: prop.SEED, numRuns: 150 },
     );
-    await stillWorks();
+    await prop.stillWorks();
   });
 });

@@ -7,51 +7,36 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Store, MemorySource } from '../src/node.js';
 import { fixture, readStoreFiles, storeDir } from './helpers/common.mjs';
-import {
-  SEED,
-  batchSizeArb,
-  build,
-  callArb,
-  checkResult,
-  expectRejects,
-  expectResolves,
-  expectThrows,
-  model,
-  openTarget,
-  settle,
-  stillWorks,
-  targets,
-  useTargets,
-} from './helpers/properties.mjs';
+import * as prop from './helpers/properties.mjs';
 
-useTargets();
+prop.useTargets();
 
 // ---------------------------------------------------------------------------------------------
 // A closed store
 
 describe('a closed store', () => {
-  const t = () => targets.get('u8img_zstd');
+  const t = () => prop.targets.get('u8img_zstd');
   /** One call on a closed store (`chain`: the target's snapshot exists only once `before` ran). */
   const closedCallArb = fc.oneof(
-    { weight: 4, arbitrary: fc.constant(null).chain(() => callArb(t())) },
-    { weight: 1, arbitrary: fc.record({ method: fc.constant('verify'), batchSize: batchSizeArb }) },
+    { weight: 4, arbitrary: fc.constant(null).chain(() => prop.callArb(t())) },
+    { weight: 1, arbitrary: fc.record({ method: fc.constant('verify'), batchSize: prop.batchSizeArb }) },
     { weight: 1, arbitrary: fc.record({ method: fc.constantFrom('stats', 'close', 'length', 'header', 'hasDict', 'schema') }) },
   );
 
   async function onClosed(store, c) {
     const what = `closed store.${c.method}`;
     if (['length', 'header', 'hasDict'].includes(c.method)) {
-      return expectThrows(await settle(() => store[c.method]), ['LOADERX_CLOSED'], what);
+      return prop.expectThrows(await prop.settle(() => store[c.method]), ['LOADERX_CLOSED'], what);
     }
     if (c.method === 'schema') return assert.deepEqual(store.schema, t().snap.schema);
-    if (c.method === 'close') return expectResolves(await settle(() => store.close()), what);
-    if (c.method === 'stats') return expectRejects(await settle(() => store.stats()), ['LOADERX_CLOSED'], what);
+    if (c.method === 'close') return prop.expectResolves(await prop.settle(() => store.close()), what);
+    if (c.method === 'stats') return prop.expectRejects(await prop.settle(() => store.stats()), ['LOADERX_CLOSED'], what);
     if (c.method === 'verify') {
       const bad = c.batchSize !== undefined && !(Number.isSafeInteger(c.batchSize) && c.batchSize >= 1);
       // A bad batchSize is checked before the store: LOADERX_ARGUMENT is documented as well.
-      return expectRejects(await settle(() => store.verify({ batchSize: c.batchSize })), bad ? ['LOADERX_CLOSED', 'LOADERX_ARGUMENT'] : ['LOADERX_CLOSED'], what);
+      return prop.expectRejects(await prop.settle(() => store.verify({ batchSize: c.batchSize })), bad ? ['LOADERX_CLOSED', 'LOADERX_ARGUMENT'] : ['LOADERX_CLOSED'], what);
     }
-    return expectRejects(await settle(() => store[c.method](build(c.arg))), ['LOADERX_CLOSED'], what);
+    return prop.expectRejects(await prop.settle(() => store[c.method](prop.build(c.arg))), ['LOADERX_CLOSED'], what);
   }
 
   test('every call after close() is LOADERX_CLOSED (good or bad arguments), in any order', async () => {
@@ -62,30 +47,30 @@ describe('a closed store', () => {
         await store.close();
         for (const c of calls) await onClosed(store, c);
       }),
-      { seed: SEED, numRuns: 80 },
+      { seed: prop.SEED, numRuns: 80 },
     );
-    await stillWorks();
+    await prop.stillWorks();
   });
 
   test('calls in flight when the store closes: their own answer, or LOADERX_CLOSED', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(callArb({ ...t(), huge: null }), { minLength: 1, maxLength: 6 }), fc.nat(3), async (calls, closeAfter) => {
+      fc.asyncProperty(fc.array(prop.callArb({ ...t(), huge: null }), { minLength: 1, maxLength: 6 }), fc.nat(3), async (calls, closeAfter) => {
         const base = t();
-        const store = await openTarget(base);
+        const store = await prop.openTarget(base);
         const tt = { ...base, store };
         const pending = calls.map(async (c, k) => {
-          const want = model(tt, c.method, build(c.arg));
-          const res = await settle(() => store[c.method](build(c.arg)));
-          if ('error' in res && res.error?.code === 'LOADERX_CLOSED') return expectRejects(res, ['LOADERX_CLOSED'], `call ${k} in flight`);
-          if (want.ok) checkResult(tt, c.method, want.ok, expectResolves(res, `call ${k} in flight`));
-          else expectRejects(res, want.codes, `call ${k} in flight`);
+          const want = prop.model(tt, c.method, prop.build(c.arg));
+          const res = await prop.settle(() => store[c.method](prop.build(c.arg)));
+          if ('error' in res && res.error?.code === 'LOADERX_CLOSED') return prop.expectRejects(res, ['LOADERX_CLOSED'], `call ${k} in flight`);
+          if (want.ok) prop.checkResult(tt, c.method, want.ok, prop.expectResolves(res, `call ${k} in flight`));
+          else prop.expectRejects(res, want.codes, `call ${k} in flight`);
         });
         for (let k = 0; k < closeAfter; k++) await Promise.resolve();
         await store.close();
         await Promise.all(pending);
       }),
-      { seed: SEED, numRuns: 60 },
+      { seed: prop.SEED, numRuns: 60 },
     );
-    await stillWorks();
+    await prop.stillWorks();
   });
 });

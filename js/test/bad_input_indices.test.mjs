@@ -4,48 +4,39 @@
 // property every one of these files checks).
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import {
-  SEED,
-  TARGETS,
-  assertUnchanged,
-  callArb,
-  runCall,
-  stillWorks,
-  targets,
-  useTargets,
-} from './helpers/properties.mjs';
+import * as prop from './helpers/properties.mjs';
 
-useTargets();
+prop.useTargets();
 
 describe('indices: gather / get / gatherBytes / lengths', () => {
-  for (const spec of TARGETS) {
+  for (const spec of prop.TARGETS) {
     test(`${spec.name}: every index argument gives the snapshot's records or the documented error`, async () => {
-      const t = targets.get(spec.name);
+      const t = prop.targets.get(spec.name);
       let runs = 0;
       await fc.assert(
-        fc.asyncProperty(callArb(t), async (call) => {
-          await runCall(t, call);
-          await assertUnchanged(t, ++runs % 25 === 0);
+        fc.asyncProperty(prop.callArb(t), async (call) => {
+          await prop.runCall(t, call);
+          await prop.assertUnchanged(t, ++runs % 25 === 0);
         }),
-        { seed: SEED, numRuns: 250 },
+        { seed: prop.SEED, numRuns: 250 },
       );
-      await assertUnchanged(t, true);
+      await prop.assertUnchanged(t, true);
     });
   }
 
   for (const name of ['u8img_zstd', 'tokens_i32_ragged_zstd_dict']) {
     test(`${name}: good and bad calls at once do not disturb each other`, async () => {
-      const t = targets.get(name);
+      const t = prop.targets.get(name);
       const small = { ...t, huge: null };
       await fc.assert(
-        fc.asyncProperty(fc.array(callArb(small), { minLength: 2, maxLength: 8 }), async (calls) => {
-          await Promise.all(calls.map((c) => runCall(t, c)));
-          await assertUnchanged(t);
+        fc.asyncProperty(fc.array(prop.callArb(small), { minLength: 2, maxLength: 8 }), async (calls) => {
+          await Promise.all(calls.map((c) => prop.runCall(t, c)));
+          await prop.assertUnchanged(t);
         }),
-        { seed: SEED, numRuns: 60 },
+        { seed: prop.SEED, numRuns: 60 },
       );
-      await assertUnchanged(t, true);
-      await stillWorks();
+      await prop.assertUnchanged(t, true);
+      await prop.stillWorks();
     });
   }
 });

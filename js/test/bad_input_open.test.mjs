@@ -8,21 +8,9 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Store, MemorySource } from '../src/node.js';
 import { copyStore, fixture, readStoreFiles, removeDir, storeDir } from './helpers/common.mjs';
-import {
-  SEED,
-  assertUnchanged,
-  expectRejects,
-  expectResolves,
-  holdsNonBytes,
-  okOrRejects,
-  settle,
-  stillWorks,
-  targets,
-  tmp,
-  useTargets,
-} from './helpers/properties.mjs';
+import * as prop from './helpers/properties.mjs';
 
-useTargets();
+prop.useTargets();
 
 // ---------------------------------------------------------------------------------------------
 // Store.open
@@ -59,24 +47,24 @@ describe('Store.open', () => {
   before(() => {
     const raw = storeDir(fixture('u8img_raw'));
     specialDirs['a file'] = join(raw, 'meta.zr');
-    specialDirs['empty directory'] = join(tmp, 'empty');
+    specialDirs['empty directory'] = join(prop.tmp, 'empty');
     mkdirSync(specialDirs['empty directory']);
-    specialDirs['meta.zr is a directory'] = join(tmp, 'metadir');
+    specialDirs['meta.zr is a directory'] = join(prop.tmp, 'metadir');
     mkdirSync(join(specialDirs['meta.zr is a directory'], 'meta.zr'), { recursive: true });
-    specialDirs['chunk is a directory'] = copyStore(raw, join(tmp, 'chunkdir'));
+    specialDirs['chunk is a directory'] = copyStore(raw, join(prop.tmp, 'chunkdir'));
     removeDir(join(specialDirs['chunk is a directory'], '0.zr'));
     mkdirSync(join(specialDirs['chunk is a directory'], '0.zr'));
   });
 
-  const resolve = (d) => ('value' in d ? d.value : 'path' in d ? d.path : 'under' in d ? join(tmp, 'nothing-here', d.under)
-    : d.special === 'an open Store' ? targets.get('u8img_zstd').store : specialDirs[d.special]);
+  const resolve = (d) => ('value' in d ? d.value : 'path' in d ? d.path : 'under' in d ? join(prop.tmp, 'nothing-here', d.under)
+    : d.special === 'an open Store' ? prop.targets.get('u8img_zstd').store : specialDirs[d.special]);
 
   test('numbers, objects, empty strings, nonexistent paths, files: a rejected LoaderxError (or a store that then fails cleanly)', async () => {
     await fc.assert(
       fc.asyncProperty(openValueArb(), fc.anything({ maxDepth: 1 }), async (d, options) => {
         const what = `Store.open(${fc.stringify(d)})`;
         // @ts-expect-error options of any type (Node's Store.open uses only timeout and signal, for URLs)
-        const res = await settle(() => Store.open(resolve(d), options));
+        const res = await prop.settle(() => Store.open(resolve(d), options));
         if ('error' in res || res.hang) {
           // An object that is no source is {name: bytes}: a value in it that is not bytes is a
           // bad argument; an object without any (an empty one, a Date) is a store without meta.zr.
@@ -84,41 +72,41 @@ describe('Store.open', () => {
           // A value that is neither a path nor an object (undefined, null, numbers, ...) is a bad argument.
           const notAnObject = typeof v !== 'string' && (v === null || typeof v !== 'object');
           // README: so are a URL of another scheme (or no URL at all) and the path of a file.
-          const refused = notAnObject || holdsNonBytes(v) || badUrl(v) || ('special' in d && d.special === 'a file');
-          expectRejects(res, refused ? ['LOADERX_ARGUMENT'] : ['LOADERX_NOT_FOUND', 'LOADERX_NOT_A_STORE', 'LOADERX_IO'], what);
+          const refused = notAnObject || prop.holdsNonBytes(v) || badUrl(v) || ('special' in d && d.special === 'a file');
+          prop.expectRejects(res, refused ? ['LOADERX_ARGUMENT'] : ['LOADERX_NOT_FOUND', 'LOADERX_NOT_A_STORE', 'LOADERX_IO'], what);
           if ('under' in d && !d.under.includes('\0')) assert.equal(res.error.code, 'LOADERX_NOT_FOUND', `${what}: a missing directory`);
         } else {
           // Only the store whose chunk is a directory opens; reading its records then fails.
-          const store = expectResolves(res, what);
+          const store = prop.expectResolves(res, what);
           try {
             assert.equal(/** @type {{special?: string}} */ (d).special, 'chunk is a directory', `${what} opened`);
-            expectRejects(await settle(() => store.gatherBytes([0])), ['LOADERX_IO', 'LOADERX_CORRUPT'], `${what}.gatherBytes`);
-            okOrRejects(await settle(() => store.verify()), ['LOADERX_IO'], `${what}.verify`);
+            prop.expectRejects(await prop.settle(() => store.gatherBytes([0])), ['LOADERX_IO', 'LOADERX_CORRUPT'], `${what}.gatherBytes`);
+            prop.okOrRejects(await prop.settle(() => store.verify()), ['LOADERX_IO'], `${what}.verify`);
           } finally {
             await store.close();
           }
         }
-        await assertUnchanged(targets.get('u8img_zstd'));
+        await prop.assertUnchanged(prop.targets.get('u8img_zstd'));
       }),
-      { seed: SEED, numRuns: 150 },
+      { seed: prop.SEED, numRuns: 150 },
     );
-    await stillWorks();
+    await prop.stillWorks();
   });
 
   test('a good store with bad options still opens and reads the same', async () => {
-    const t = targets.get('u8img_zstd');
+    const t = prop.targets.get('u8img_zstd');
     await fc.assert(
       fc.asyncProperty(fc.oneof(fc.anything({ maxDepth: 2 }), fc.record({ worker: fc.anything({ maxDepth: 0 }), threads: fc.anything({ maxDepth: 0 }) })), fc.boolean(), async (options, memory) => {
         const dir = storeDir(fixture(t.name));
         // @ts-expect-error options of any type (Node's Store.open uses only timeout and signal, for URLs)
-        const store = expectResolves(await settle(() => Store.open(memory ? new MemorySource(readStoreFiles(dir)) : dir, options)), `Store.open(dir, ${fc.stringify(options)})`);
+        const store = prop.expectResolves(await prop.settle(() => Store.open(memory ? new MemorySource(readStoreFiles(dir)) : dir, options)), `Store.open(dir, ${fc.stringify(options)})`);
         try {
-          await assertUnchanged({ ...t, store });
+          await prop.assertUnchanged({ ...t, store });
         } finally {
           await store.close();
         }
       }),
-      { seed: SEED, numRuns: 40 },
+      { seed: prop.SEED, numRuns: 40 },
     );
   });
 });

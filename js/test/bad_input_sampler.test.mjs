@@ -6,16 +6,9 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Sampler } from '../src/node.js';
-import {
-  SEED,
-  attempt,
-  expectThrows,
-  show,
-  stillWorks,
-  useTargets,
-} from './helpers/properties.mjs';
+import * as prop from './helpers/properties.mjs';
 
-useTargets();
+prop.useTargets();
 
 // ---------------------------------------------------------------------------------------------
 // Sampler
@@ -74,9 +67,9 @@ describe('Sampler', () => {
         // (generated good and bad arguments, deliberately of any type)
         const mdl = samplerModel(length, batchSize, mode, seed);
         const what = `new Sampler(${fc.stringify([length, batchSize, mode, seed])})`;
-        const res = attempt(() => new Sampler(length, batchSize, mode, seed));
-        if (!mdl) return expectThrows(res, ['LOADERX_ARGUMENT'], what);
-        assert.ok(!('error' in res), `${what}: threw ${show(res.error)}`);
+        const res = prop.attempt(() => new Sampler(length, batchSize, mode, seed));
+        if (!mdl) return prop.expectThrows(res, ['LOADERX_ARGUMENT'], what);
+        assert.ok(!('error' in res), `${what}: threw ${prop.show(res.error)}`);
         const s = res.value;
         try {
           assert.equal(s.batchLength, mdl.batchLength);
@@ -84,16 +77,16 @@ describe('Sampler', () => {
           checkBatch(s.next(), mdl, 0n, `${what}.next()`);
           assert.equal(s.step, 1);
           const st = asU64(step);
-          const at = attempt(() => s.batchAt(step));
-          if (st == null) expectThrows(at, ['LOADERX_ARGUMENT'], `batchAt(${fc.stringify(step)})`);
+          const at = prop.attempt(() => s.batchAt(step));
+          if (st == null) prop.expectThrows(at, ['LOADERX_ARGUMENT'], `batchAt(${fc.stringify(step)})`);
           else checkBatch(at.value, mdl, st, `batchAt(${fc.stringify(step)})`);
           const sk = asU64(seekTo);
-          const sought = attempt(() => s.seek(seekTo));
+          const sought = prop.attempt(() => s.seek(seekTo));
           if (sk == null) {
-            expectThrows(sought, ['LOADERX_ARGUMENT'], `seek(${fc.stringify(seekTo)})`);
+            prop.expectThrows(sought, ['LOADERX_ARGUMENT'], `seek(${fc.stringify(seekTo)})`);
             assert.equal(s.step, 1, 'a failed seek keeps the step');
           } else {
-            assert.ok(!('error' in sought), `seek(${fc.stringify(seekTo)}) threw ${show(sought.error)}`);
+            assert.ok(!('error' in sought), `seek(${fc.stringify(seekTo)}) threw ${prop.show(sought.error)}`);
             assert.equal(s.step, Number(sk));
             const again = s.batchAt(sk);
             checkBatch(s.next(), mdl, sk, `next() after seek(${fc.stringify(seekTo)})`);
@@ -104,10 +97,10 @@ describe('Sampler', () => {
           s.free();
         }
       }),
-      { seed: SEED, numRuns: 400 },
+      { seed: prop.SEED, numRuns: 400 },
     );
     assert.deepEqual(Array.from(new Sampler(10, 4, 0, 1).next()), [0, 1, 2, 3]);
-    await stillWorks();
+    await prop.stillWorks();
   });
 
   test('calls after free() throw LOADERX_CLOSED (no trap, no crash); free() again does nothing', () => {
@@ -117,16 +110,16 @@ describe('Sampler', () => {
         const s = new Sampler(10, 3, mode, 7);
         s.free();
         for (const c of calls) {
-          const res = attempt(() => (c === 'next' ? s.next() : c === 'batchAt' ? s.batchAt(0) : c === 'seek' ? s.seek(0) : c === 'free' ? s.free() : s[c]));
+          const res = prop.attempt(() => (c === 'next' ? s.next() : c === 'batchAt' ? s.batchAt(0) : c === 'seek' ? s.seek(0) : c === 'free' ? s.free() : s[c]));
           if (c === 'free') {
-            assert.ok(!('error' in res), `Sampler.free() twice threw ${show(res.error)}`);
+            assert.ok(!('error' in res), `Sampler.free() twice threw ${prop.show(res.error)}`);
             continue;
           }
-          expectThrows(res, ['LOADERX_CLOSED'], `Sampler.${c} after free()`);
+          prop.expectThrows(res, ['LOADERX_CLOSED'], `Sampler.${c} after free()`);
         }
         assert.deepEqual(Array.from(new Sampler(10, 3, 0, 7).next()), [0, 1, 2]);
       }),
-      { seed: SEED, numRuns: 50 },
+      { seed: prop.SEED, numRuns: 50 },
     );
   });
 });

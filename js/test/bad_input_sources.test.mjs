@@ -7,20 +7,9 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Store, MemorySource } from '../src/node.js';
 import { fixture, range, readStoreFiles, storeDir } from './helpers/common.mjs';
-import {
-  SEED,
-  assertUnchanged,
-  expectRejects,
-  expectResolves,
-  okOrRejects,
-  sameBytes,
-  settle,
-  stillWorks,
-  targets,
-  useTargets,
-} from './helpers/properties.mjs';
+import * as prop from './helpers/properties.mjs';
 
-useTargets();
+prop.useTargets();
 
 // ---------------------------------------------------------------------------------------------
 // Custom sources that return or throw junk
@@ -107,31 +96,31 @@ describe('custom sources', () => {
   }
 
   test('sources whose size / read / readInto return or throw junk: LoaderxErrors only, no trap', async () => {
-    const t = targets.get('u8img_zstd');
+    const t = prop.targets.get('u8img_zstd');
     await fc.assert(
       fc.asyncProperty(sourceArb, async (d) => {
         const what = 'Store.open(junk source)';
-        const res = await settle(() => Store.open(junkSource(d)));
+        const res = await prop.settle(() => Store.open(junkSource(d)));
         if ('error' in res || res.hang) {
-          expectRejects(res, null, what);
+          prop.expectRejects(res, null, what);
         } else {
-          const store = expectResolves(res, what);
+          const store = prop.expectResolves(res, what);
           try {
             const idx = range(Math.min(store.length, 8));
-            okOrRejects(await settle(() => store.gatherBytes(idx)), null, `${what}.gatherBytes`);
-            okOrRejects(await settle(() => store.gather(idx)), null, `${what}.gather`);
-            okOrRejects(await settle(() => store.lengths(idx)), null, `${what}.lengths`);
-            okOrRejects(await settle(() => store.verify()), null, `${what}.verify`);
-            okOrRejects(await settle(() => store.stats()), null, `${what}.stats`);
+            prop.okOrRejects(await prop.settle(() => store.gatherBytes(idx)), null, `${what}.gatherBytes`);
+            prop.okOrRejects(await prop.settle(() => store.gather(idx)), null, `${what}.gather`);
+            prop.okOrRejects(await prop.settle(() => store.lengths(idx)), null, `${what}.lengths`);
+            prop.okOrRejects(await prop.settle(() => store.verify()), null, `${what}.verify`);
+            prop.okOrRejects(await prop.settle(() => store.stats()), null, `${what}.stats`);
           } finally {
-            okOrRejects(await settle(() => store.close()), null, `${what}.close`);
+            prop.okOrRejects(await prop.settle(() => store.close()), null, `${what}.close`);
           }
         }
-        await assertUnchanged(t);
+        await prop.assertUnchanged(t);
       }),
-      { seed: SEED, numRuns: 400 },
+      { seed: prop.SEED, numRuns: 400 },
     );
-    await stillWorks();
+    await prop.stillWorks();
   });
 
   /** A MemorySource over `base` whose `where.method` lies about `where.file` from its
@@ -188,35 +177,35 @@ describe('custom sources', () => {
       fc.asyncProperty(lieArb, async ([where, junk]) => {
         const src = lyingSource(base, where, junk);
         const what = src.label;
-        const res = await settle(() => Store.open(src));
+        const res = await prop.settle(() => Store.open(src));
         if (junk.startsWith('as ')) {
           // Bytes of another type are bytes: the same store.
-          const store = expectResolves(res, what);
+          const store = prop.expectResolves(res, what);
           try {
             const got = await store.gatherBytes(all);
-            all.forEach((i) => { assert.ok(sameBytes(got[i], wantBytes[i]), `${what}: record ${i}`); });
+            all.forEach((i) => { assert.ok(prop.sameBytes(got[i], wantBytes[i]), `${what}: record ${i}`); });
           } finally {
             await store.close();
           }
           return;
         }
         const failed = (r, call) => {
-          expectRejects(r, ['LOADERX_IO'], `${what}: ${call}`);
+          prop.expectRejects(r, ['LOADERX_IO'], `${what}: ${call}`);
           assert.ok(r.error.message.includes(src.label), `${what}: ${call}: the message names the source: ${r.error.message}`);
         };
         if (where.at === 'open') return failed(res, 'open');
-        const store = expectResolves(res, what);
+        const store = prop.expectResolves(res, what);
         try {
-          if (where.at === 'table') failed(await settle(() => store.lengths([0])), 'lengths');
-          else failed(await settle(() => store.gatherBytes([0])), 'gatherBytes');
-          failed(await settle(() => store.verify()), 'verify');
+          if (where.at === 'table') failed(await prop.settle(() => store.lengths([0])), 'lengths');
+          else failed(await prop.settle(() => store.gatherBytes([0])), 'gatherBytes');
+          failed(await prop.settle(() => store.verify()), 'verify');
         } finally {
           await store.close();
         }
       }),
-      { seed: SEED, numRuns: 150 },
+      { seed: prop.SEED, numRuns: 150 },
     );
-    await stillWorks();
+    await prop.stillWorks();
   });
 
   test('a source whose close() throws: open and close still settle with a LoaderxError, never the raw value', async () => {
@@ -225,20 +214,20 @@ describe('custom sources', () => {
       fc.asyncProperty(closeArb, fc.boolean(), async (c, missing) => {
         const d = { base: 'be_i4_raw', maxGap: 0, readInto: false, size: missing ? { file: 'meta.zr', after: 0, how: 'resolve', junk: 'null' } : null, read: null };
         const close = () => { if (c.how === 'throw') throw junkValue(c.junk); return Promise.reject(junkValue(c.junk)); };
-        const res = await settle(() => Store.open(junkSource(d, { close })));
+        const res = await prop.settle(() => Store.open(junkSource(d, { close })));
         if (missing) {
           // The open error is the one reported, not the close() that failed after it.
-          expectRejects(res, ['LOADERX_NOT_FOUND'], `Store.open(a missing store whose close() ${c.how}s ${c.junk})`);
+          prop.expectRejects(res, ['LOADERX_NOT_FOUND'], `Store.open(a missing store whose close() ${c.how}s ${c.junk})`);
         } else {
-          const store = expectResolves(res, 'Store.open');
-          const closed = await settle(() => store.close());
-          expectRejects(closed, ['LOADERX_IO'], `store.close() when the source's close() ${c.how}s ${c.junk}`);
-          expectRejects(await settle(() => store.gather([0])), ['LOADERX_CLOSED'], 'gather after close');
-          expectResolves(await settle(() => store.close()), 'close again');
+          const store = prop.expectResolves(res, 'Store.open');
+          const closed = await prop.settle(() => store.close());
+          prop.expectRejects(closed, ['LOADERX_IO'], `store.close() when the source's close() ${c.how}s ${c.junk}`);
+          prop.expectRejects(await prop.settle(() => store.gather([0])), ['LOADERX_CLOSED'], 'gather after close');
+          prop.expectResolves(await prop.settle(() => store.close()), 'close again');
         }
       }),
-      { seed: SEED, numRuns: 40 },
+      { seed: prop.SEED, numRuns: 40 },
     );
-    await stillWorks();
+    await prop.stillWorks();
   });
 });

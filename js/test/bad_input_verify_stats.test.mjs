@@ -5,20 +5,9 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import {
-  SEED,
-  assertUnchanged,
-  batchSizeArb,
-  expectRejects,
-  expectResolves,
-  makeProgress,
-  onProgressArb,
-  settle,
-  targets,
-  useTargets,
-} from './helpers/properties.mjs';
+import * as prop from './helpers/properties.mjs';
 
-useTargets();
+prop.useTargets();
 
 // ---------------------------------------------------------------------------------------------
 // verify and stats options
@@ -26,29 +15,29 @@ useTargets();
 describe('verify and stats options', () => {
   for (const name of ['u8img_zstd', 'tokens_i32_ragged_zstd_dict', 'empty_dense']) {
     test(`${name}: verify with bad batchSize / onProgress succeeds with the snapshot report or fails as documented`, async () => {
-      const t = targets.get(name);
+      const t = prop.targets.get(name);
       await fc.assert(
         // batchSize and progress: generated good and bad values, deliberately of any type.
-        fc.asyncProperty(batchSizeArb, onProgressArb, fc.boolean(), async (/** @type {any} */ batchSize, /** @type {any} */ progress, withKey) => {
+        fc.asyncProperty(prop.batchSizeArb, prop.onProgressArb, fc.boolean(), async (/** @type {any} */ batchSize, /** @type {any} */ progress, withKey) => {
           const log = [];
           const extra = [];
-          const opts = { onProgress: makeProgress(progress, t, log, extra) };
+          const opts = { onProgress: prop.makeProgress(progress, t, log, extra) };
           if (withKey || batchSize !== undefined) opts.batchSize = batchSize;
-          const res = await settle(() => t.store.verify(opts));
+          const res = await prop.settle(() => t.store.verify(opts));
           await Promise.all(extra);
           const total = t.snap.length;
           if (batchSize !== undefined && !(Number.isSafeInteger(batchSize) && batchSize >= 1)) {
-            expectRejects(res, ['LOADERX_ARGUMENT'], `verify({batchSize: ${fc.stringify(batchSize)}})`);
+            prop.expectRejects(res, ['LOADERX_ARGUMENT'], `verify({batchSize: ${fc.stringify(batchSize)}})`);
           } else if (typeof progress === 'object' && progress.throwAt < Math.max(1, Math.ceil(total / (batchSize ?? 1024)))) {
             // onProgress throws: the call fails, as some LoaderxError (the README names no code
             // for it); a thrown LoaderxError passes through, anything else is wrapped.
-            expectRejects(res, progress.thrown === 'loaderx' ? ['LOADERX_ARGUMENT'] : null, `verify with onProgress ${fc.stringify(progress)}`);
+            prop.expectRejects(res, progress.thrown === 'loaderx' ? ['LOADERX_ARGUMENT'] : null, `verify with onProgress ${fc.stringify(progress)}`);
           } else if (typeof progress === 'object' && 'junk' in progress) {
             // onProgress is not a function: a bad argument, before any record is read.
-            expectRejects(res, ['LOADERX_ARGUMENT'], `verify with onProgress ${fc.stringify(progress)}`);
+            prop.expectRejects(res, ['LOADERX_ARGUMENT'], `verify with onProgress ${fc.stringify(progress)}`);
             assert.equal(log.length, 0);
           } else {
-            assert.deepEqual(expectResolves(res, 'verify'), t.snap.verify);
+            assert.deepEqual(prop.expectResolves(res, 'verify'), t.snap.verify);
             if (progress === 'record' || progress === 'reenter') {
               const steps = Math.max(1, Math.ceil(total / (batchSize ?? 1024)));
               assert.equal(log.length, steps, 'one onProgress call per batch');
@@ -56,29 +45,29 @@ describe('verify and stats options', () => {
               log.forEach(([d, n], k) => { assert.ok(n === total && d <= total && (k === 0 || d > log[k - 1][0] || total === 0)); });
             }
           }
-          await assertUnchanged(t);
+          await prop.assertUnchanged(t);
         }),
-        { seed: SEED, numRuns: 120 },
+        { seed: prop.SEED, numRuns: 120 },
       );
-      await assertUnchanged(t, true);
+      await prop.assertUnchanged(t, true);
     });
   }
 
   test('verify(options) and stats(anything) with options that are not objects: the snapshot answer or LOADERX_ARGUMENT', async () => {
-    const t = targets.get('u8img_zstd');
+    const t = prop.targets.get('u8img_zstd');
     const junk = fc.oneof(
       fc.constantFrom(undefined, null, 0, 1, -1, NaN, '', 'x', true, false, Symbol('o'), 1n, () => {}, [], [1], new Date(0), new Map()),
       fc.anything({ maxDepth: 1 }),
     );
     await fc.assert(
       fc.asyncProperty(junk, async (value) => {
-        const res = await settle(() => t.store.verify(value));
-        if ('error' in res) expectRejects(res, ['LOADERX_ARGUMENT'], `verify(${fc.stringify(value)})`);
-        else assert.deepEqual(expectResolves(res, `verify(${fc.stringify(value)})`), t.snap.verify);
-        assert.deepEqual(expectResolves(await settle(() => t.store.stats(value, value)), 'stats'), t.snap.stats);
-        await assertUnchanged(t);
+        const res = await prop.settle(() => t.store.verify(value));
+        if ('error' in res) prop.expectRejects(res, ['LOADERX_ARGUMENT'], `verify(${fc.stringify(value)})`);
+        else assert.deepEqual(prop.expectResolves(res, `verify(${fc.stringify(value)})`), t.snap.verify);
+        assert.deepEqual(prop.expectResolves(await prop.settle(() => t.store.stats(value, value)), 'stats'), t.snap.stats);
+        await prop.assertUnchanged(t);
       }),
-      { seed: SEED, numRuns: 80 },
+      { seed: prop.SEED, numRuns: 80 },
     );
   });
 });

@@ -59,15 +59,39 @@ function alone(dir) {
  *  of two records are made until one is shared (fewer bytes read here than the call needs). */
 async function shared(source) {
   const store = await Store.open(source);
-  const dir = source.dir;
-  for (const until = Date.now() + STARTS; Date.now() < until;) {
-    source.mainBytes = 0;
-    await store.gatherBytes([0, 1]);
-    if (source.mainBytes < readAll(dir, [0, 1])) return store;
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  if (await untilShared(store, source, [0, 1], readAll(source.dir, [0, 1]))) return store;
   await store.close();
   throw new Error('no call was shared');
+}
+
+/** Runs `body(store, source)` on a store over `countingSource(dir, 0)`, and closes the store. */
+async function withCounting(dir, body) {
+  const source = countingSource(dir, 0);
+  const store = await Store.open(source);
+  try {
+    await body(store, source);
+  } finally {
+    await store.close();
+  }
+}
+
+/** Lets timers run (the worker starts meanwhile). */
+const aTimer = () => new Promise((r) => setTimeout(r, 10));
+
+/**
+ * Makes the call `store.gatherBytes(idx)` again and again, `pause()` before each, until one is
+ * shared (fewer chunk bytes read on this thread than `want`, the bytes the call needs) or STARTS
+ * ms have passed: whether one was. Every call must return one record per index.
+ */
+async function untilShared(store, source, idx, want, pause = aTimer) {
+  for (const until = Date.now() + STARTS; Date.now() < until;) {
+    await pause();
+    source.mainBytes = 0;
+    const got = await store.gatherBytes(idx);
+    assert.equal(got.length, idx.length);
+    if (source.mainBytes < want) return true;
+  }
+  return false;
 }
 
 /** What a gather gave, comparable with deepEqual: each array's type, shape and bytes. */
@@ -140,66 +164,28 @@ describe('which calls are shared', () => {
     }
   });
 
-  test('the first large call runs here and starts the worker; later ones are shared', async () => {
-    const source = countingSource(dir, 0);
-    const store = await Store.open(source);
-    try {
-      const total = readAll(dir, range(200));
-      await store.gatherBytes(range(200));
-      assert.ok(source.mainBytes >= total, 'the first call read every record here');
-      let shared = false;
-      for (const until = Date.now() + STARTS; !shared && Date.now() < until;) {
-        await new Promise((r) => setTimeout(r, 10)); // the worker starts meanwhile
-        source.mainBytes = 0;
-        await store.gatherBytes(range(200));
-        shared = source.mainBytes < total;
-      }
-      assert.ok(shared, 'a later call was shared');
-    } finally {
-      await store.close();
-    }
-  });
+  test('the first large call runs here and starts the worker; later ones are shared', () => withCounting(dir, async (store, source) => {
+    const total = readAll(dir, range(200));
+    await store.gatherBytes(range(200));
+    assert.ok(source.mainBytes >= total, 'the first call read every record here');
+    assert.ok(await untilShared(store, source, range(200), total), 'a later call was shared');
+  }));
 
-  test('a caller that never leaves microtasks (await after await, no timer) gets shared calls', async () => {
-    const source = countingSource(dir, 0);
-    const store = await Store.open(source);
-    try {
-      const total = readAll(dir, range(200));
-      let shared = false;
-      const until = Date.now() + STARTS;
-      while (!shared && Date.now() < until) {
-        source.mainBytes = 0;
-        await store.gatherBytes(range(200));
-        shared = source.mainBytes < total;
-      }
-      assert.ok(shared, 'a call was shared');
-    } finally {
-      await store.close();
-    }
-  });
+  test('a caller that never leaves microtasks (await after await, no timer) gets shared calls', () => withCounting(dir, async (store, source) => {
+    // An await of a settled promise: a microtask, never a timer.
+    assert.ok(await untilShared(store, source, range(200), readAll(dir, range(200)), async () => {}), 'a call was shared');
+  }));
 
   test('a store opened by a relative path shares after the working directory changes', async () => {
     const cwd = process.cwd();
     const tmp = tempDir();
     try {
       process.chdir(dirname(dir));
-      const source = countingSource(basename(dir), 0);
-      const store = await Store.open(source);
-      try {
+      await withCounting(basename(dir), async (store, source) => {
         await store.gatherBytes(range(200)); // reads here (its files are open now), starts the worker
         process.chdir(tmp);
-        let shared = false;
-        for (const until = Date.now() + STARTS; !shared && Date.now() < until;) {
-          await new Promise((r) => setTimeout(r, 10));
-          source.mainBytes = 0;
-          const got = await store.gatherBytes(range(200));
-          assert.equal(got.length, 200);
-          shared = source.mainBytes < readAll(dir, range(200));
-        }
-        assert.ok(shared, 'a later call was shared');
-      } finally {
-        await store.close();
-      }
+        assert.ok(await untilShared(store, source, range(200), readAll(dir, range(200))), 'a later call was shared');
+      });
     } finally {
       process.chdir(cwd);
       removeDir(tmp);

@@ -79,34 +79,30 @@ describe('calls in flight on one store', () => {
     });
   }
 
-  test('local files read on the thread pool only (syncLimit 0), 3 at a time', async () => {
-    const source = /** @type {SyncSource} */ (new NodeSource(DIR));
-    source.syncLimit = 0;
-    let syncReads = 0;
-    const sync = source.readIntoSync.bind(source);
-    source.readIntoSync = (...a) => { syncReads++; return sync(...a); };
-    const store = await Store.open(source);
-    try {
-      await readAll(store, 3, 'thread pool');
-      assert.equal(syncReads, 0, 'no read on the calling thread');
-    } finally {
-      await store.close();
-    }
-  });
-
-  test('local files, one call at a time, read on the calling thread', async () => {
-    const source = /** @type {SyncSource} */ (new NodeSource(DIR));
-    let asyncReads = 0;
-    const later = source.readInto.bind(source);
-    source.readInto = (name, ...a) => { if (/^\d+\.zr$/.test(name)) asyncReads++; return later(name, ...a); };
-    const store = await Store.open(source);
-    try {
-      await readAll(store, 1, 'calling thread');
-      assert.equal(asyncReads, 0, 'every chunk read made on the calling thread');
-    } finally {
-      await store.close();
-    }
-  });
+  // Which path local files are read by: `unused` is the source's read method (sync: on the
+  // calling thread; async: on libuv's pool) that no read counted by `counts(name)` may take.
+  const PATHS = [
+    { test: 'local files read on the thread pool only (syncLimit 0), 3 at a time', what: 'thread pool', syncLimit: 0, depth: 3,
+      unused: 'readIntoSync', counts: () => true, says: 'no read on the calling thread' },
+    { test: 'local files, one call at a time, read on the calling thread', what: 'calling thread', syncLimit: undefined, depth: 1,
+      unused: 'readInto', counts: (/** @type {string} */ name) => /^\d+\.zr$/.test(name), says: 'every chunk read made on the calling thread' },
+  ];
+  for (const p of PATHS) {
+    test(p.test, async () => {
+      const source = /** @type {any} */ (new NodeSource(DIR));
+      if (p.syncLimit !== undefined) source.syncLimit = p.syncLimit;
+      let reads = 0;
+      const real = source[p.unused].bind(source);
+      source[p.unused] = (name, ...a) => { if (p.counts(name)) reads++; return real(name, ...a); };
+      const store = await Store.open(source);
+      try {
+        await readAll(store, p.depth, p.what);
+        assert.equal(reads, 0, p.says);
+      } finally {
+        await store.close();
+      }
+    });
+  }
 
   test('memory and a custom source (no readIntoSync), 4 at a time', async () => {
     const files = readStoreFiles(DIR);

@@ -2,7 +2,7 @@
 //! (threaded build only): [`Reader::decode_start`] hands a plan's input buffer to the pool and
 //! returns a [`DecodeJob`] at once; JavaScript allocates the output buffer meanwhile, waits on
 //! the job's flag with `Atomics.waitAsync`, collects the job with [`Reader::decode_finish`] and
-//! copies the output out.
+//! copies the output out of the plan (where `decodeInputKept` leaves its output too).
 //!
 //! Invariants: a job owns everything its decode reads (the input bytes, copies of the plan's
 //! slots and ranges, the shared dictionary), so freeing the plan or the reader while it runs is
@@ -40,8 +40,6 @@ struct JobState {
 #[derive(Debug)]
 pub struct DecodeJob {
     state: Arc<JobState>,
-    /// The decoded records once collected by `decodeFinish`, for JavaScript to copy out.
-    output: Vec<u8>,
 }
 
 #[wasm_bindgen]
@@ -58,19 +56,6 @@ impl DecodeJob {
     pub fn done(&self) -> bool {
         self.state.done.load(Ordering::Acquire) == 1
     }
-
-    /// Address in wasm memory of the output `decodeFinish` collected (the records back to back,
-    /// as `decode` returns them); valid until the job is freed.
-    #[wasm_bindgen(js_name = outputAddress)]
-    pub fn output_address(&self) -> usize {
-        self.output.as_ptr() as usize
-    }
-
-    /// Bytes of that output.
-    #[wasm_bindgen(getter, js_name = outputLength)]
-    pub fn output_length(&self) -> usize {
-        self.output.len()
-    }
 }
 
 #[wasm_bindgen]
@@ -84,7 +69,7 @@ impl Reader {
         let (slots, ranges) = (plan.inner.slots.clone(), plan.inner.ranges.clone());
         let (dict, view) = (self.dict.clone(), plan.view);
         let state = Arc::new(JobState::default());
-        let job = DecodeJob { state: Arc::clone(&state), output: Vec::new() };
+        let job = DecodeJob { state: Arc::clone(&state) };
         rayon::spawn(move || {
             let outcome = decode_pieces(&slots, &ranges, &input, &bounds, dict.as_deref(), view.as_ref());
             if let Ok(mut slot) = state.outcome.lock() {
@@ -97,17 +82,17 @@ impl Reader {
     }
 
     /// Collects a finished job: a failed record fails the call, or is set aside in a lenient
-    /// plan; the output stays in the job for JavaScript to copy from `outputAddress` into a
+    /// plan; the output goes to the plan (`Plan.outputAddress`) for JavaScript to copy into a
     /// buffer it allocated while the pool decoded. Each job's output is collected once.
     #[wasm_bindgen(js_name = decodeFinish)]
-    pub fn decode_finish(&self, plan: &mut Plan, job: &mut DecodeJob) -> Result<(), JsValue> {
+    pub fn decode_finish(&self, plan: &mut Plan, job: &DecodeJob) -> Result<(), JsValue> {
         if !job.done() {
             return Err(argument("the decode is still running (wait for its flag)"));
         }
         let outcome = job.state.outcome.lock().ok().and_then(|mut o| o.take());
         let (out, results) = outcome.ok_or_else(|| argument("this decode's output was already collected"))?;
         plan.settle(results)?;
-        job.output = out;
+        plan.output = out;
         Ok(())
     }
 }

@@ -399,8 +399,8 @@ pub struct Plan {
     /// The bytes read for the ranges, when JavaScript reads them straight into wasm memory or
     /// hands them over for a decode on the thread pool.
     pub(crate) input: Vec<u8>,
-    /// The output `decodeInputKept` left here.
-    output: Vec<u8>,
+    /// The output `decodeInputKept` or `decodeFinish` left here.
+    pub(crate) output: Vec<u8>,
 }
 
 impl Plan {
@@ -453,8 +453,9 @@ impl Plan {
         self.input = data;
     }
 
-    /// Address in wasm memory of the output `Reader.decodeInputKept` left in the plan; valid
-    /// until the next call into this module that allocates.
+    /// Address in wasm memory of the output `Reader.decodeInputKept` or `Reader.decodeFinish`
+    /// left in the plan (the records back to back, as `decode` returns them); valid until the
+    /// next call into this module that allocates.
     #[wasm_bindgen(js_name = outputAddress)]
     pub fn output_address(&self) -> usize {
         self.output.as_ptr() as usize

@@ -1,16 +1,16 @@
 // Stores picked in a browser: Files or Blobs by name (from an <input webkitdirectory>, dropped
 // files or a FileSystemDirectoryHandle), read with Blob.slice.
 import { loaderxError } from '../errors.js';
+import { A_BLOB, NamedFileSource } from './named.js';
 
 const parent = (p) => p.slice(0, Math.max(0, p.lastIndexOf('/')));
 
 /** Reads from a name -> Blob map. */
-export class BlobSource {
+export class BlobSource extends NamedFileSource {
   /** @param {Map<string, Blob>|Record<string, Blob>} files */
   constructor(files, label = 'files') {
+    super(A_BLOB, label);
     this.files = files instanceof Map ? files : new Map(Object.entries(files));
-    this.label = label;
-    this.maxGap = 1 << 16;
     /** A Blob's size may have wrapped at 2^32 (Node's fs.openAsBlob): the store checks that no
      *  chunk it has written to shows as empty (store.js). */
     this.sizeWraps = true;
@@ -30,27 +30,19 @@ export class BlobSource {
     return new BlobSource(map, dir || 'files');
   }
 
-  async size(name) {
-    const f = this.files.get(name);
-    return f ? f.size : null;
-  }
-  async read(name, start, end) {
-    const f = this.files.get(name);
-    if (!f) return null;
-    return new Uint8Array(await f.slice(start, end).arrayBuffer());
+  file(name) {
+    return this.files.get(name);
   }
   descriptor() {
     return { kind: 'blobs', files: this.files, label: this.label };
   }
-  close() {}
 }
 
 /** Reads from a FileSystemDirectoryHandle (showDirectoryPicker, Chromium). */
-export class DirectoryHandleSource {
+export class DirectoryHandleSource extends NamedFileSource {
   constructor(handle) {
+    super(A_BLOB, handle.name);
     this.handle = handle;
-    this.label = handle.name;
-    this.maxGap = 1 << 16;
     this.cache = new Map();
   }
   async file(name) {
@@ -62,18 +54,9 @@ export class DirectoryHandleSource {
     }
     return this.cache.get(name);
   }
-  async size(name) {
-    const f = await this.file(name);
-    return f ? f.size : null;
-  }
-  async read(name, start, end) {
-    const f = await this.file(name);
-    return f ? new Uint8Array(await f.slice(start, end).arrayBuffer()) : null;
-  }
   descriptor() {
     return { kind: 'dir', handle: this.handle };
   }
-  close() {}
 }
 
 /** Collects the Files of a drop (directories included) and finds the store among them. */
