@@ -40,9 +40,9 @@ import pickle
 import threading
 import time
 import weakref
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Generic, Literal, Mapping, Sequence, TypeVar, cast, overload
 
+from ._closing import Closing
 from ._state import LoaderState, Shard, base_config
 from .sampler import Sampler, _mode
 
@@ -193,7 +193,7 @@ class _BatchSource:
         return {name: ds.__getitems__(idxs) for name, ds in self.streams.items()}
 
 
-class DataLoader(Generic[_T]):
+class DataLoader(Closing, Generic[_T]):
     """Endless batches ``{name: values}`` gathered from named dense streams.
 
     Args:
@@ -587,14 +587,6 @@ class DataLoader(Generic[_T]):
         with self._guard():
             self._stop_pipeline()
             self._closed = True
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def __del__(self) -> None:
         self.close()

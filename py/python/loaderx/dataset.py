@@ -19,21 +19,19 @@ from __future__ import annotations
 import operator
 import os
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence, cast, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _loaderx
+from ._closing import Closing
 from .arrow import Exports
 from .errors import StoreClosedError, StoreNotFoundError
 from .manifest import _manifest_file, _Records
 from .zrecord import CODECS, SCHEMA, Zrecord, _engine_ready, _indices, _location, _shown
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
-
     from ._typing import Cache, Index, IndexArray, StrPath
 
 __all__ = ["DenseDataset", "RaggedDataset", "pad"]
@@ -92,7 +90,7 @@ def _open(
     return store, schema
 
 
-class _Base(Exports):
+class _Base(Exports, Closing):
     """What both kinds share: the schema, the store handle and index parsing."""
 
     _kind: ClassVar[str | None] = None
@@ -166,14 +164,6 @@ class _Base(Exports):
         if len(shape) > 1 and not (isinstance(idx, np.ndarray) and idx.dtype == np.bool_):
             return self._shaped(got, shape)  # as NumPy: an index array of shape S gives S + item
         return got
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         store = getattr(self, "_store", None)

@@ -19,13 +19,13 @@ import threading
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _loaderx
+from ._closing import Closing
 from .arrow import Exports
 from .errors import BadArgumentError, StoreClosedError, StoreIndexError, ZrecordError
 
@@ -228,7 +228,7 @@ def _bytes_view(array: npt.NDArray[Any] | Buffer, name: str) -> npt.NDArray[np.u
     return np.frombuffer(view, dtype=np.uint8)
 
 
-class Zrecord(Exports):
+class Zrecord(Exports, Closing):
     """A store of byte records in a directory, created if it does not exist.
 
     Args:
@@ -369,14 +369,6 @@ class Zrecord(Exports):
     def verify(self) -> tuple[int, list[tuple[int, str]]]:
         """Decode every record. Returns ``(checked, [(index, reason), ...])``."""
         return self._s.verify()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         """Release the store. Idempotent."""
