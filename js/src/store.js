@@ -4,9 +4,11 @@
 //
 // A source is `{ label, maxGap, size(name), read(name, start, end), close() }`: `size` resolves to
 // a file's size or null when it is missing, and `read` to the bytes of [start, end), fewer when
-// the file ends early, or null when it is missing. All planning, checking and decoding happens in
-// wasm; this file only moves bytes and shapes results, and checks what a source gives before
-// wasm sees it (sourceSize, sourceBytes, sourceCount).
+// the file ends early, or null when it is missing. Planning, the store's checks and decoding
+// happen in wasm. This file moves bytes and shapes results, and also: checks what a source gives
+// before wasm sees it (sourceSize, sourceBytes, sourceCount, emptyChunks), caches ranges
+// (RangeCache), splits verify and stats into batches over the table, and computes
+// `stats().usedBytes` from the header itself (usedBytes: the format's table and chunk sizes).
 import { loaderxError, ioError, argumentError, isLoaderxError, wasmCall, describe, labelOf } from './errors.js';
 import { asBytes } from './bytes.js';
 import { toIndexArray, verifyOptions, u64 } from './args.js';

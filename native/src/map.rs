@@ -1,4 +1,5 @@
-//! Memory maps of `meta.zr` and of chunk files. This is the only module with `unsafe` code.
+//! Memory maps of `meta.zr` and of chunk files. One of the few modules allowed `unsafe` code
+//! (docs/design.md, "Layers", lists them).
 //!
 //! Invariants:
 //! * A mapping never extends past the end of its file as the file was when mapped, and every
