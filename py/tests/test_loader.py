@@ -112,6 +112,17 @@ def test_load_state_dict_rewinds_a_running_loader(data):
         assert_batches_equal(take(loader, 6), after)
 
 
+def test_transform_none_yields_the_batch_dict(data):
+    """transform=None, the default, is no transform: the gathered batch dict, for a mix too."""
+    with DataLoader(streams(data), num_workers=1, batch_size=B, seed=7, transform=None) as loader:
+        assert "transform=" not in repr(loader)
+        assert_batches_equal(take(loader, 3), expected_batches(data, 3))
+    two = [streams(data), streams(data)]
+    with DataLoader.mix(two, [1, 1], batch_size=B, num_workers=1, transform=None) as none, \
+            DataLoader.mix(two, [1, 1], batch_size=B, num_workers=1) as omitted:
+        assert_batches_equal(take(none, 3), take(omitted, 3))
+
+
 @pytest.mark.parametrize("mode", [0, 1, 2])
 def test_seek_then_next_is_batch_k(data, mode):
     want = expected_batches(data, 40, mode=mode, seed=11)

@@ -40,23 +40,26 @@ import pickle
 import threading
 import time
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Generic, Literal, Mapping, Sequence, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Callable, Generic, Literal, Mapping, Sequence, TypeVar, cast
 
 from ._closing import Closing
 from ._state import LoaderState, Shard, base_config
 from .sampler import Sampler, _mode
 
 if TYPE_CHECKING:
+    import typing_extensions
     from typing_extensions import Self
 
     from ._process_workers import ProcessPipeline
     from ._typing import Batch, Stream
     from .mix import MixSampler
 
-    _R = TypeVar("_R")
-
-#: What ``next()`` returns: the transform's result (by default the batch dict).
-_T = TypeVar("_T")
+    # What ``next()`` returns: the transform's result, else the batch dict. The default (PEP
+    # 696) is what a type checker takes where no transform is given; the runtime needs none.
+    _T = typing_extensions.TypeVar("_T", default=Batch)
+    _R = typing_extensions.TypeVar("_R", default=Batch)
+else:
+    _T = TypeVar("_T")
 
 __all__ = ["DataLoader", "default_workers", "jax_shard", "torch_shard"]
 
@@ -214,9 +217,11 @@ class DataLoader(Closing, Generic[_T]):
             means elsewhere.
         seed (int): Sampler seed. Defaults to 42.
         transform (callable): Maps a batch dict to what ``next()`` returns (the collate
-            step). Runs on the workers.
-        shard_index (int): This process's shard, ``0 <= shard_index < shard_count``.
-        shard_count (int): Processes sharing each global batch; must divide ``batch_size``.
+            step). Runs on the workers. None (the default) returns the batch dict.
+        shard_index (int): This process's shard, ``0 <= shard_index < shard_count``
+            (default 0).
+        shard_count (int): Processes sharing each global batch; must divide ``batch_size``
+            (default 1).
         workers (str): ``"threads"`` (the default) or ``"processes"``: spawned worker
             processes for a transform that holds the GIL. The transform and the streams must
             then pickle: define the transform at module level (a function defined in
@@ -228,23 +233,6 @@ class DataLoader(Closing, Generic[_T]):
             POSIX only.
     """
 
-    @overload
-    def __init__(
-        self: DataLoader[Batch],
-        streams: Mapping[str, Stream],
-        num_workers: int | None = None,
-        batch_size: int = 256,
-        prefetch_size: int = 4,
-        mode: int | str = 1,
-        seed: int = 42,
-        *,
-        shard_index: int = 0,
-        shard_count: int = 1,
-        workers: Literal["threads", "processes"] = "threads",
-        shuffle: None = None,
-        _mix: MixSampler | None = None,
-    ) -> None: ...
-    @overload
     def __init__(
         self,
         streams: Mapping[str, Stream],
@@ -253,26 +241,10 @@ class DataLoader(Closing, Generic[_T]):
         prefetch_size: int = 4,
         mode: int | str = 1,
         seed: int = 42,
-        transform: Callable[[Batch], _T] = ...,
+        transform: Callable[[Batch], _T] | None = None,
         *,
-        shard_index: int = 0,
-        shard_count: int = 1,
-        workers: Literal["threads", "processes"] = "threads",
-        shuffle: None = None,
-        _mix: MixSampler | None = None,
-    ) -> None: ...
-    def __init__(
-        self,
-        streams: Mapping[str, Stream],
-        num_workers: int | None = None,
-        batch_size: int = 256,
-        prefetch_size: int = 4,
-        mode: int | str = 1,
-        seed: int = 42,
-        transform: Callable[[Batch], Any] = _identity,
-        *,
-        shard_index: int = 0,
-        shard_count: int = 1,
+        shard_index: int | None = None,
+        shard_count: int | None = None,
         workers: Literal["threads", "processes"] = "threads",
         shuffle: None = None,
         _mix: MixSampler | None = None,
@@ -305,7 +277,7 @@ class DataLoader(Closing, Generic[_T]):
         self.prefetch_size = int(prefetch_size)
         self.shard_index = self._shard.index
         self.shard_count = self._shard.count
-        self.transform = transform
+        self.transform: Callable[[Batch], Any] = _identity if transform is None else transform
         if workers not in ("threads", "processes"):
             raise ValueError(f"workers must be 'threads' or 'processes', got {workers!r}")
         if workers == "processes" and os.name != "posix":
@@ -470,7 +442,6 @@ class DataLoader(Closing, Generic[_T]):
         )
         return (_restore, (type(self), args, self.step))
 
-    @overload
     @classmethod
     def mix(
         cls,
@@ -480,46 +451,23 @@ class DataLoader(Closing, Generic[_T]):
         mode: int | str = 1,
         seed: int = 42,
         *,
-        transform: Callable[[Batch], _R],
+        transform: Callable[[Batch], _R] | None = None,
         num_workers: int | None = None,
         prefetch_size: int = 4,
-        shard_index: int = 0,
-        shard_count: int = 1,
+        shard_index: int | None = None,
+        shard_count: int | None = None,
         workers: Literal["threads", "processes"] = "threads",
-    ) -> DataLoader[_R]: ...
-    @overload
-    @classmethod
-    def mix(
-        cls,
-        sources: Sequence[Mapping[str, Stream]],
-        weights: Sequence[float],
-        batch_size: int = 256,
-        mode: int | str = 1,
-        seed: int = 42,
-        *,
-        num_workers: int | None = None,
-        prefetch_size: int = 4,
-        shard_index: int = 0,
-        shard_count: int = 1,
-        workers: Literal["threads", "processes"] = "threads",
-    ) -> DataLoader[Batch]: ...
-    @classmethod
-    def mix(
-        cls,
-        sources: Sequence[Mapping[str, Stream]],
-        weights: Sequence[float],
-        batch_size: int = 256,
-        mode: int | str = 1,
-        seed: int = 42,
         **kwargs: Any,
-    ) -> DataLoader[Any]:
+    ) -> DataLoader[_R]:
         """A loader over several datasets in fixed proportions (see :mod:`loaderx.mix`).
 
         ``sources`` is a list of stream dicts (the ``streams`` a DataLoader takes), all with the
         same names and record layouts; ``weights`` has one non-negative weight per source.
         Every batch holds exactly the largest-remainder share of ``batch_size`` from each
         source, deterministic in (seed, step) whatever the worker count. ``state_dict`` records
-        where each source's stream stands, and a state loads with new weights.
+        where each source's stream stands, and a state loads with new weights. The other
+        arguments are the DataLoader's; ``kwargs`` are a subclass's own (``sharding`` of
+        :class:`loaderx.jax.DataLoader`).
         """
         from .mix import MixSampler, _Joined
 
@@ -545,7 +493,21 @@ class DataLoader(Closing, Generic[_T]):
         lengths = [len(next(iter(src.values()))) for src in sources]
         sampler = MixSampler(lengths, weights, batch_size, int(_mode(mode)), seed)
         streams = {name: _Joined([src[name] for src in sources]) for name in names}
-        return cls(streams, batch_size=batch_size, mode=mode, seed=seed, _mix=sampler, **kwargs)
+        # cls is this class unparametrized: the transform sets what its loader yields.
+        return cast("type[DataLoader[_R]]", cls)(
+            streams,
+            num_workers,
+            batch_size,
+            prefetch_size,
+            mode,
+            seed,
+            transform,
+            shard_index=shard_index,
+            shard_count=shard_count,
+            workers=workers,
+            _mix=sampler,
+            **kwargs,
+        )
 
     def __len__(self) -> int:
         raise TypeError("an endless loader has no length")
