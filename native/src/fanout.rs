@@ -27,6 +27,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Condvar, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::process::{self, PerProcess};
 use crate::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{self, Arc, Mutex};
 
@@ -142,10 +143,11 @@ where
         work,
         panic: Mutex::new(None),
     });
-    let offered = offer(&gate);
+    let here = at_hand();
+    let offered = offer(here, &gate);
     for _ in usize::from(offered.is_some())..helpers {
         let gate = Arc::clone(&gate);
-        rayon::spawn(move || {
+        process::spawn(move || {
             help(&gate);
             drop(gate);
             linger();
@@ -156,7 +158,7 @@ where
         drain();
     }
     if let Some(raw) = offered {
-        withdraw(raw);
+        withdraw(here, raw);
     }
     if let Some(payload) = sync::lock(&gate.panic).take() {
         panic::resume_unwind(payload);
@@ -176,12 +178,26 @@ fn help(gate: &Gate) {
     }
 }
 
-/// The gate offered to a lingering helper: null, or one strong count of an `Arc<Gate>` (from
-/// `Arc::into_raw`), owned by whoever swaps it out. One slot: a caller whose offer finds the slot
-/// taken spawns pool jobs as usual.
-static OFFER: AtomicPtr<Gate> = AtomicPtr::new(std::ptr::null_mut());
-/// Helpers spinning in [`linger`] right now.
-static LINGERING: AtomicUsize = AtomicUsize::new(0);
+/// This process's lingering helpers and batches in flight. A forked child starts with none
+/// ([`PerProcess`]): the parent's helpers and batches ran on threads the child lacks. An offer
+/// the parent had made stays the parent's (leaked with the rest, never freed in the child).
+#[derive(Default)]
+struct AtHand {
+    /// The gate offered to a lingering helper: null, or one strong count of an `Arc<Gate>` (from
+    /// `Arc::into_raw`), owned by whoever swaps it out. One slot: a caller whose offer finds the
+    /// slot taken spawns pool jobs as usual.
+    offer: AtomicPtr<Gate>,
+    /// Helpers spinning in [`linger`] right now.
+    lingering: AtomicUsize,
+    /// Batches running in this process right now.
+    active: AtomicUsize,
+}
+
+fn at_hand() -> &'static AtHand {
+    static AT_HAND: PerProcess<AtHand> = PerProcess::new();
+    AT_HAND.get_or_init(AtHand::default)
+}
+
 /// Offers taken by a lingering helper (for tests and probes).
 static TAKEN: AtomicUsize = AtomicUsize::new(0);
 
@@ -194,51 +210,25 @@ fn linger_for() -> Duration {
     })
 }
 
-/// Batches running in this process right now.
-static ACTIVE: AtomicUsize = AtomicUsize::new(0);
-
-/// Runs in a child right after `fork()`: the parent's other threads, with their batches and
-/// lingering helpers, do not exist there, so their counts and any offer are dropped (the offered
-/// gate's memory is the parent's copy and is never freed here). Only atomic stores, which are
-/// async-signal-safe.
-#[cfg(unix)]
-extern "C" fn forked() {
-    ACTIVE.store(0, Ordering::Relaxed);
-    LINGERING.store(0, Ordering::Relaxed);
-    OFFER.store(std::ptr::null_mut(), Ordering::Relaxed);
-}
-
-/// Registers [`forked`] once per process, before the counts are first used.
-fn on_fork() {
-    static REGISTERED: OnceLock<()> = OnceLock::new();
-    REGISTERED.get_or_init(|| {
-        #[cfg(unix)]
-        // SAFETY: registers a static function that only stores to atomics; it stays valid for
-        // the life of the process. A failure (ENOMEM) leaves the counts as a child inherits them:
-        // slower, never wrong (a batch only skips helpers).
-        unsafe {
-            libc::pthread_atfork(None, None, Some(forked));
-        }
-    });
-}
-
-/// Counts a batch in [`ACTIVE`] while it lives, and notes when it ended (see [`helper_at_hand`]).
+/// Counts a batch in [`AtHand::active`] while it lives, and notes when it ended (see
+/// [`helper_at_hand`]).
 pub(crate) struct Active {
     /// Gathers that were running when this one started.
     pub(crate) others: usize,
+    here: &'static AtHand,
 }
 
 impl Active {
     pub(crate) fn enter() -> Active {
-        on_fork();
-        Active { others: ACTIVE.fetch_add(1, Ordering::Relaxed) }
+        let here = at_hand();
+        Active { others: here.active.fetch_add(1, Ordering::Relaxed), here }
     }
 }
 
 impl Drop for Active {
     fn drop(&mut self) {
         batch_ended();
-        ACTIVE.fetch_sub(1, Ordering::Relaxed);
+        self.here.active.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -267,7 +257,7 @@ pub(crate) fn helper_at_hand() -> bool {
     if linger.is_zero() {
         return false;
     }
-    if LINGERING.load(Ordering::Relaxed) > 0 {
+    if at_hand().lingering.load(Ordering::Relaxed) > 0 {
         return true;
     }
     ended_within(LAST_END.load(Ordering::Relaxed), now_nanos(), linger)
@@ -280,14 +270,14 @@ fn ended_within(last: u64, now: u64, linger: Duration) -> bool {
 
 /// Offers `gate` to a lingering helper; returns the offered pointer, for [`withdraw`].
 ///
-/// `LINGERING` and `OFFER` are both `SeqCst`, against [`linger`]'s exit: either this call sees
+/// `lingering` and `offer` are both `SeqCst`, against [`linger`]'s exit: either this call sees
 /// the helper still lingering, or the helper's last look sees this offer.
-fn offer(gate: &Arc<Gate>) -> Option<*mut Gate> {
-    if LINGERING.load(Ordering::SeqCst) == 0 {
+fn offer(here: &AtHand, gate: &Arc<Gate>) -> Option<*mut Gate> {
+    if here.lingering.load(Ordering::SeqCst) == 0 {
         return None;
     }
     let raw = Arc::into_raw(Arc::clone(gate)).cast_mut();
-    match OFFER.compare_exchange(std::ptr::null_mut(), raw, Ordering::SeqCst, Ordering::SeqCst) {
+    match here.offer.compare_exchange(std::ptr::null_mut(), raw, Ordering::SeqCst, Ordering::SeqCst) {
         Ok(_) => Some(raw),
         Err(_) => {
             // SAFETY: `raw` came from `Arc::into_raw` just above and was never published.
@@ -299,49 +289,51 @@ fn offer(gate: &Arc<Gate>) -> Option<*mut Gate> {
 
 /// Takes back an offer nobody took. The slot still holding `raw` keeps that gate alive, so no
 /// other gate can have the same address meanwhile: the exchange cannot take someone else's.
-fn withdraw(raw: *mut Gate) {
-    if OFFER.compare_exchange(raw, std::ptr::null_mut(), Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+fn withdraw(here: &AtHand, raw: *mut Gate) {
+    if here.offer.compare_exchange(raw, std::ptr::null_mut(), Ordering::SeqCst, Ordering::SeqCst).is_ok() {
         // SAFETY: the exchange moved the slot's strong count (from `offer`) to us.
         drop(unsafe { Arc::from_raw(raw) });
     }
 }
 
 /// Takes the offered gate, if any.
-fn take() -> Option<Arc<Gate>> {
-    let raw = OFFER.swap(std::ptr::null_mut(), Ordering::SeqCst);
+fn take(here: &AtHand) -> Option<Arc<Gate>> {
+    let raw = here.offer.swap(std::ptr::null_mut(), Ordering::SeqCst);
     // SAFETY: a non-null slot holds one strong count from `offer`; the swap moved it to us.
     (!raw.is_null()).then(|| unsafe { Arc::from_raw(raw) })
 }
 
-/// Spins on [`OFFER`] for up to [`linger_for`], helping every batch offered meanwhile.
+/// Spins on [`AtHand::offer`] for up to [`linger_for`], helping every batch offered meanwhile.
 fn linger() {
     let linger = linger_for();
     if linger.is_zero() {
         return;
     }
-    LINGERING.fetch_add(1, Ordering::SeqCst);
+    let here = at_hand();
+    here.lingering.fetch_add(1, Ordering::SeqCst);
     let mut since = Instant::now();
     loop {
         for _ in 0..64 {
-            if !OFFER.load(Ordering::Relaxed).is_null() {
+            if !here.offer.load(Ordering::Relaxed).is_null() {
                 break;
             }
             std::hint::spin_loop();
         }
-        if let Some(gate) = take() {
+        if let Some(gate) = take(here) {
             TAKEN.fetch_add(1, Ordering::Relaxed);
             help(&gate);
             since = Instant::now();
-        } else if since.elapsed() >= linger || ACTIVE.load(Ordering::Relaxed) >= rayon::current_num_threads()
+        } else if since.elapsed() >= linger
+            || here.active.load(Ordering::Relaxed) >= rayon::current_num_threads()
         {
             // Time is up, or gathers on every core run alone and offer nothing (a loader's
             // workers): the core is theirs.
             break;
         }
     }
-    LINGERING.fetch_sub(1, Ordering::SeqCst);
+    here.lingering.fetch_sub(1, Ordering::SeqCst);
     // An offer made before the caller saw the count drop is still ours to serve.
-    if let Some(gate) = take() {
+    if let Some(gate) = take(here) {
         TAKEN.fetch_add(1, Ordering::Relaxed);
         help(&gate);
     }
@@ -478,13 +470,17 @@ mod tests {
                 Ok::<(), ()>(())
             })
             .unwrap();
-            if LINGERING.load(Ordering::SeqCst) == 0 {
+            if at_hand().lingering.load(Ordering::SeqCst) == 0 {
                 continue;
             }
-            // SAFETY: the child only loads atomics and calls `_exit`, both async-signal-safe.
+            // SAFETY: the child loads atomics, allocates its own counts (glibc's at-fork handlers
+            // make `malloc` safe there) and calls `_exit`.
             let pid = unsafe { libc::fork() };
             if pid == 0 {
-                let clean = LINGERING.load(Ordering::SeqCst) == 0 && ACTIVE.load(Ordering::SeqCst) == 0;
+                let here = at_hand();
+                let clean = here.lingering.load(Ordering::SeqCst) == 0
+                    && here.active.load(Ordering::SeqCst) == 0
+                    && here.offer.load(Ordering::SeqCst).is_null();
                 // SAFETY: ends the child at once, running nothing of the parent's.
                 unsafe { libc::_exit(if clean { 0 } else { 1 }) };
             }

@@ -38,7 +38,8 @@
 //! * `files`: paths, chunk views, the dictionary file, store creation, the schema file;
 //! * `location` (URL or path, the refusal to write at a URL), `options` (how remote stores are
 //!   reached and cached), `map` (memory maps), `io` (the I/O and fault seam, all platform code),
-//!   `sync` (locks and atomics), `fanout` (the gather's thread fan-out), `error`.
+//!   `sync` (locks and atomics), `fanout` (the gather's thread fan-out), `process` (fork
+//!   identity: the process id, values built per process, the rayon pool of each), `error`.
 
 #[cfg(feature = "remote")]
 mod cache;
@@ -55,6 +56,7 @@ mod location;
 mod many;
 mod map;
 mod options;
+pub mod process;
 mod reader;
 mod records;
 mod shared;

@@ -15,7 +15,10 @@
 //!   and the Python binding's buffer pool each live in one.
 //! * [`run`]: rayon work of this process. The first process that asks runs it on rayon's global
 //!   pool; any other process (a forked child, or its child) on a pool of its own, built there
-//!   on first use.
+//!   on first use. The gather's fan-out spawns its helpers there too (`spawn`, `threads`).
+//! * A [`Store`](crate::Store) or [`Many`](crate::Many) opened before a fork is the parent's:
+//!   its locks may be held by threads the child lacks, so a child opens its own (the Python
+//!   package does, asking [`forked_since`] through `loaderx._process`).
 //!
 //! Invariants:
 //! * In a child, nothing a [`PerProcess`] inherited is used, dropped or freed: its threads, locks
@@ -162,6 +165,13 @@ fn mine<'a, T>(built: *mut Built<T>, pid: u32) -> Option<&'a T> {
     (built.pid == pid).then_some(&built.value)
 }
 
+impl<T: std::fmt::Debug> std::fmt::Debug for PerProcess<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let value = mine(self.slot.load(Ordering::Acquire), current());
+        f.debug_struct("PerProcess").field("value", &value).finish()
+    }
+}
+
 impl<T> Default for PerProcess<T> {
     fn default() -> PerProcess<T> {
         PerProcess::new()
@@ -242,7 +252,7 @@ pub(crate) fn threads() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::{Arc, Mutex};
+    use crate::sync::Mutex;
 
     #[test]
     fn the_id_is_the_systems_and_is_kept() {
@@ -255,7 +265,7 @@ mod tests {
     #[test]
     fn one_value_per_process_and_threads_share_it() {
         let cell: PerProcess<Mutex<Vec<u32>>> = PerProcess::new();
-        let first: *const Mutex<Vec<u32>> = cell.get_or_init(|| Mutex::new(vec![1]));
+        let first = cell.get_or_init(|| Mutex::new(vec![1]));
         std::thread::scope(|s| {
             for _ in 0..4 {
                 s.spawn(|| assert!(ptr::eq(first, cell.get_or_init(|| Mutex::new(vec![2])))));
@@ -293,6 +303,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_forked_child_builds_its_own_value() {
+        use crate::sync::Arc;
         static CELL: PerProcess<Mutex<&'static str>> = PerProcess::new();
         let parents: *const Mutex<&str> = CELL.get_or_init(|| Mutex::new("parent"));
         let (held, release) = (Arc::new(std::sync::Barrier::new(2)), Arc::new(std::sync::Barrier::new(2)));

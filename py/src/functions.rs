@@ -1,4 +1,5 @@
-//! The module's functions: the command-line tool, and the URL rules every front end shares.
+//! The module's functions: the command-line tool, the URL rules every front end shares, and
+//! the process id that fork-aware code compares.
 
 use pyo3::prelude::*;
 
@@ -48,4 +49,12 @@ pub(crate) fn manifest_file(location: std::path::PathBuf) -> Option<std::path::P
 #[pyfunction]
 pub(crate) fn is_store_file(name: &str) -> bool {
     loaderx_core::open::is_store_file(name)
+}
+
+/// This process's id as native keeps it (`loaderx_native::process::current`): the one answer to
+/// "am I still the process that built this?" that native's per-process state and the Python
+/// package's fork-aware objects (through `loaderx._process`) both ask.
+#[pyfunction]
+pub(crate) fn process_id() -> u32 {
+    loaderx_native::process::current()
 }

@@ -35,6 +35,7 @@ fn _loaderx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(functions::check_writable, m)?)?;
     m.add_function(wrap_pyfunction!(functions::manifest_file, m)?)?;
     m.add_function(wrap_pyfunction!(functions::is_store_file, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::process_id, m)?)?;
     m.add("ERROR_CODES", error::codes(m.py())?)?;
     let codecs = PyDict::new(m.py());
     for c in Codec::ALL {

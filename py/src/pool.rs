@@ -12,12 +12,17 @@
 //! Invariants: a buffer is in the pool only while no array refers to it; the pool holds at most
 //! `MAX_BUFFERS` buffers and `MAX_BYTES` bytes of capacity, evicting the buffers given back
 //! longest ago to make room for a new one. Small buffers are pooled too: a fresh one costs
-//! `calloc`'s zeroing, which showed in the profile of 16-record gathers. The pool is only ever
-//! `try_lock`ed, so a lock inherited mid-use across `fork()` costs a fresh allocation, never a
-//! deadlock. A buffer's capacity never changes; a recycled one serves any `len` up to it.
+//! `calloc`'s zeroing, which showed in the profile of 16-record gathers. The pool is per process
+//! (`loaderx_native::process::PerProcess`): a forked child starts with an empty one and never
+//! touches the parent's, whose lock a parent thread may have held at the fork. The pool is only
+//! ever `try_lock`ed, so a busy pool costs a fresh allocation, never a wait. A buffer's capacity
+//! never changes; a recycled one serves any `len` up to it. An array of the parent's that a child
+//! drops gives its buffer (the child's copy) to the child's pool.
 #![allow(unsafe_code)]
 
 use std::sync::Mutex;
+
+use loaderx_native::process::PerProcess;
 
 use numpy::ndarray::ArrayView1;
 use numpy::PyArray1;
@@ -56,7 +61,11 @@ impl Buffer {
     }
 }
 
-static POOL: Mutex<Vec<Buffer>> = Mutex::new(Vec::new());
+/// This process's free buffers.
+fn pool() -> &'static Mutex<Vec<Buffer>> {
+    static POOL: PerProcess<Mutex<Vec<Buffer>>> = PerProcess::new();
+    POOL.get_or_init(|| Mutex::new(Vec::new()))
+}
 
 /// A page-aligned buffer of exactly `len` bytes, recycled when one is free. Its contents are
 /// unspecified.
@@ -74,7 +83,7 @@ pub(crate) fn take_varying(len: usize) -> Buffer {
 
 /// The free buffer given back last whose capacity `fits`, set to `len` usable bytes.
 fn reuse(len: usize, fits: impl Fn(usize) -> bool) -> Option<Buffer> {
-    let mut pool = POOL.try_lock().ok()?;
+    let mut pool = pool().try_lock().ok()?;
     let i = pool.iter().rposition(|b| fits(b.capacity))?;
     let mut buffer = pool.remove(i);
     buffer.len = len;
@@ -86,7 +95,7 @@ fn give(buffer: Buffer) {
     if size > MAX_BYTES {
         return;
     }
-    if let Ok(mut pool) = POOL.try_lock() {
+    if let Ok(mut pool) = pool().try_lock() {
         // Oldest first out: the sizes a loop uses now come back soonest. (Without eviction, a
         // pool full of one run's sizes made every later, larger batch fault in fresh memory.)
         let mut held: usize = pool.iter().map(|b| b.capacity).sum();

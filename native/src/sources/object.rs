@@ -11,8 +11,8 @@
 //! Invariants:
 //! * Every range is answered whole or the call fails: a short answer is an error, never a
 //!   partial record.
-//! * One async runtime per process, hidden here. A child after `fork()` builds its own; it never
-//!   touches the parent's runtime or connections.
+//! * One async runtime per process (`process::PerProcess`), hidden here. A child after `fork()`
+//!   builds its own; it never touches the parent's runtime or connections.
 //! * Every call has a deadline ([`RemoteOptions::deadline`]) on top of `object_store`'s
 //!   per-request timeout, so nothing waits forever.
 
@@ -35,36 +35,25 @@ use object_store::{GetOptions, ObjectStore, ObjectStoreExt};
 use crate::cache::DiskCache;
 use crate::error::{Error, Result};
 use crate::options::RemoteOptions;
+use crate::process::PerProcess;
 use crate::source::{ChunkSource, Piece, View};
 use crate::sources::cached::CachedSource;
 
 /// Range requests in flight at once: a batch of 256 records is one round.
 const MAX_REQUESTS: usize = 256;
 
-/// The process's async runtime, made again in a child after `fork()`.
-fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
-    static RUNTIME: Mutex<Option<(u32, Arc<tokio::runtime::Runtime>)>> = Mutex::new(None);
-    let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
-    let pid = std::process::id();
-    if let Some((owner, rt)) = slot.as_ref() {
-        if *owner == pid {
-            return Ok(rt.clone());
-        }
-        // Inherited from the parent through fork(): its threads do not exist here. Forget it
-        // without running its destructor, which would wait for those threads.
-        if let Some((_, old)) = slot.take() {
-            std::mem::forget(old);
-        }
-    }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("loaderx-remote")
-        .enable_all()
-        .build()
-        .map_err(Error::io("start the I/O runtime for", "remote"))?;
-    let rt = Arc::new(rt);
-    *slot = Some((pid, rt.clone()));
-    Ok(rt)
+/// This process's async runtime ([`PerProcess`]): a forked child builds its own and never
+/// touches (nor drops, which would wait for threads it lacks) the parent's.
+fn runtime() -> Result<&'static tokio::runtime::Runtime> {
+    static RUNTIME: PerProcess<tokio::runtime::Runtime> = PerProcess::new();
+    RUNTIME.get_or_try_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("loaderx-remote")
+            .enable_all()
+            .build()
+            .map_err(Error::io("start the I/O runtime for", "remote"))
+    })
 }
 
 /// The typed error of a failed request: a version mismatch (the object changed after open) is
@@ -523,7 +512,7 @@ impl View for ObjectView<'_> {
     }
 
     /// Fetches the table pages the entries need that are not cached yet (one round of requests).
-    fn entries(&self, indices: &[u64]) -> Result<Vec<Option<RecordLoc>>> {
+    fn entries(&self, indices: &[u64]) -> Result<Vec<(u64, RecordLoc)>> {
         let src = self.0;
         let missing = src.table.lock().unwrap_or_else(|e| e.into_inner()).missing(indices.iter().copied());
         if !missing.is_empty() {
@@ -534,7 +523,11 @@ impl View for ObjectView<'_> {
             }
         }
         let table = src.table.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(indices.iter().map(|&i| table.entry(i)).collect())
+        let at = std::path::Path::new(&src.shown);
+        indices
+            .iter()
+            .map(|&i| table.entry(i).map(|loc| (i, loc)).ok_or_else(|| crate::reader::entry_past_end(at, i)))
+            .collect()
     }
 
     /// All ranges at once, concurrently.

@@ -6,7 +6,7 @@ from typing import Self, final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Handle", "Mixer", "Sampler", "Schema", "cli", "commit", "is_url", "manifest_file", "is_store_file", "redact_url", "check_writable", "CODECS", "ERROR_CODES", "FORMAT", "SCHEMA_FILE", "META_FILE", "MANIFEST_FILE", "MAX_RECORD_LEN", "MAX_RECORDS", "__version__"]
+__all__ = ["Handle", "Mixer", "Sampler", "Schema", "cli", "commit", "is_url", "manifest_file", "is_store_file", "redact_url", "check_writable", "process_id", "CODECS", "ERROR_CODES", "FORMAT", "SCHEMA_FILE", "META_FILE", "MANIFEST_FILE", "MAX_RECORD_LEN", "MAX_RECORDS", "__version__"]
 
 CODECS: dict[str, int]
 ERROR_CODES: dict[str, int]
@@ -121,6 +121,9 @@ def is_store_file(name: str) -> bool: ...
 def redact_url(text: str) -> str:
     """``text`` with every store URL in it shown without secrets: userinfo becomes ``***@`` and
     each query value ``***`` (``http://***@host/x?sig=***``)."""
+def process_id() -> int:
+    """This process's id, as native keeps it (a forked child's own): what ``loaderx._process``
+    compares to tell whether a fork happened since an object was built."""
 def check_writable(path: str | os.PathLike[str]) -> None:
     """Raises ``BadArgumentError`` naming ``path`` when it is a URL (or ``s3:/b/x``, a URL a
     path type collapsed): stores at URLs are read-only."""

@@ -46,7 +46,8 @@ Design:
 * **Lifetime.** A worker waits on its socket between tasks and exits at end of file, so it ends
   when the loader closes or the parent dies, crash included (a worker busy in a transform
   notices when its answer cannot be sent). A process forked from the parent closes its copies of
-  the sockets at once (an at-fork hook), so it cannot keep the workers alive.
+  the sockets at once (an at-fork hook, :func:`loaderx._process.in_child`), so it cannot keep
+  the workers alive.
   :meth:`ProcessPipeline.stop` shuts the sockets down, waits up to ``GRACE`` seconds and kills
   and reaps what is left. It runs on ``close()``, on garbage collection and at interpreter exit,
   and never waits longer than a few seconds.
@@ -96,6 +97,7 @@ from typing import Any, Callable, Iterable, Sequence, cast
 
 import numpy as np
 
+from . import _process
 from .errors import WorkerError
 
 #: Arrays smaller than this travel inside the pickle stream instead of as separate buffers.
@@ -285,7 +287,7 @@ class ProcessPipeline:
 
     def __init__(self, spec: bytes, start: int, num_workers: int, window: int) -> None:
         self.clock: Callable[[], float] = time.monotonic
-        self.pid = os.getpid()
+        self.pid = _process.current()
         self._spec = spec
         self._lock = threading.Lock()
         self._window = window
@@ -440,7 +442,7 @@ class ProcessPipeline:
 
     def stop(self) -> None:
         """Stop the workers and drop what is ready. Idempotent; returns within a few seconds."""
-        if self.pid != os.getpid() or self._stopped:
+        if _process.forked_since(self.pid) or self._stopped:
             return
         self._stopped = True
         workers = [w for w in self._workers if w is not None]
@@ -508,8 +510,7 @@ def _after_fork_in_child() -> None:
     _live.clear()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+_process.in_child(_after_fork_in_child)
 
 
 # --- the worker's side ----------------------------------------------------------------------

@@ -43,6 +43,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable, Generic, Literal, Mapping, Sequence, TypeVar, cast
 
 from ._closing import Closing
+from . import _process
 from ._state import LoaderState, Shard, base_config
 from .sampler import Sampler, _mode
 
@@ -95,7 +96,7 @@ class _Pipeline:
         self._ready: dict[int, tuple[bool, Any]] = {}  # step -> (ok, batch or exception)
         self._window = window  # steps in flight or ready, at most
         self._stopped = False
-        self.pid = os.getpid()
+        self.pid = _process.current()
         self._threads = [
             threading.Thread(target=self._work, name=f"loaderx-worker-{i}", daemon=True) for i in range(num_workers)
         ]
@@ -306,7 +307,7 @@ class DataLoader(Closing, Generic[_T]):
         # Guards _pipeline: its creation, seek and close. Replaced in a forked child (see
         # _guard), where a parent thread may have held it at the moment of the fork.
         self._lock = threading.RLock()
-        self._lock_pid = os.getpid()
+        self._lock_pid = _process.current()
         self._pipeline: _Pipeline | ProcessPipeline | None = None
         self._finalizer: weakref.finalize[[], DataLoader[Any]] | None = None
         self._closed = False
@@ -341,8 +342,8 @@ class DataLoader(Closing, Generic[_T]):
 
     def _guard(self) -> threading.RLock:
         """The lock over ``_pipeline``, a fresh one on first use in a forked child."""
-        if self._lock_pid != os.getpid():
-            self._lock, self._lock_pid = threading.RLock(), os.getpid()
+        if _process.forked_since(self._lock_pid):
+            self._lock, self._lock_pid = threading.RLock(), _process.current()
         return self._lock
 
     def _running(self) -> _Pipeline | ProcessPipeline:
@@ -353,7 +354,7 @@ class DataLoader(Closing, Generic[_T]):
         if self._closed:
             raise ValueError("the DataLoader is closed")
         p = self._pipeline
-        if p is not None and p.pid != os.getpid():
+        if p is not None and _process.forked_since(p.pid):
             # Forked: the parent's threads do not exist here. Restart from the same step.
             self._start, p = p.next_step, None
             self._pipeline = None
@@ -385,7 +386,7 @@ class DataLoader(Closing, Generic[_T]):
             raise ValueError(f"step must be >= 0, got {step}")
         with self._guard():
             p = self._pipeline
-            if p is not None and p.pid == os.getpid() and hasattr(p, "seek"):
+            if p is not None and not _process.forked_since(p.pid) and hasattr(p, "seek"):
                 p.seek(step)  # worker processes are kept: starting them costs far more than a seek
                 return
             self._stop_pipeline()
@@ -536,7 +537,7 @@ class DataLoader(Closing, Generic[_T]):
         p, self._pipeline = self._pipeline, None
         if p is not None:
             self._start = p.next_step
-            if p.pid == os.getpid():
+            if not _process.forked_since(p.pid):
                 p.stop()
         if self._finalizer is not None:
             self._finalizer.detach()

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from . import _loaderx
+from . import _loaderx, _process
 from ._closing import Closing
 from .arrow import Exports
 from .errors import BadArgumentError, StoreClosedError, StoreIndexError, ZrecordError
@@ -56,8 +56,7 @@ def _new_lock_in_child() -> None:
     _HANDLE_LOCK = threading.Lock()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_lock_in_child)
+_process.in_child(_new_lock_in_child)
 
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -250,7 +249,7 @@ class Zrecord(Exports, Closing):
         self.storage_options = dict(storage_options) if storage_options else None
         self.cache = _cache(cache)
         self._store: _loaderx.Handle | None = self._open(True)
-        self._pid = os.getpid()
+        self._pid = _process.current()
 
     @classmethod
     def _existing(cls, path: StrPath, storage_options: dict[str, str] | None = None, cache: Cache | None = None) -> Self:
@@ -261,7 +260,7 @@ class Zrecord(Exports, Closing):
         self.storage_options = dict(storage_options) if storage_options else None
         self.cache = _cache(cache)
         self._store = self._open(False)
-        self._pid = os.getpid()
+        self._pid = _process.current()
         return self
 
     def _open(self, create: bool) -> _loaderx.Handle:
@@ -275,15 +274,15 @@ class Zrecord(Exports, Closing):
         store = self._store
         if store is None:
             raise StoreClosedError.new("I/O operation on a closed Zrecord")
-        if self._pid != os.getpid():
+        if _process.forked_since(self._pid):
             # Forked: take a handle of our own instead of sharing the parent's (once, even when
             # several threads of the child get here together).
             with _HANDLE_LOCK:
-                if self._pid != os.getpid():
+                if _process.forked_since(self._pid):
                     if self._store is None:
                         raise StoreClosedError.new("I/O operation on a closed Zrecord")
                     self._store = self._open(True)
-                    self._pid = os.getpid()
+                    self._pid = _process.current()
                 store = self._store
             if store is None:
                 raise StoreClosedError.new("I/O operation on a closed Zrecord")
@@ -375,7 +374,7 @@ class Zrecord(Exports, Closing):
         with _HANDLE_LOCK:
             store = getattr(self, "_store", None)
             self._store = None
-        if store is not None and getattr(self, "_pid", None) == os.getpid():
+        if store is not None and getattr(self, "_pid", None) == _process.current():
             store.close()
 
     def __del__(self) -> None:
