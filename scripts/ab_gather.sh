@@ -16,6 +16,7 @@ work=$(mktemp -d)
 trap 'git -C "$ROOT" worktree remove --force "$work/base" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 git worktree add -q --detach "$work/base" "$BASE"
 cp native/examples/ab_gather.rs "$work/base/native/examples/ab_gather.rs"
+mkdir -p "$work/base/native/benches/support" && cp native/benches/support/bench_data.rs "$work/base/native/benches/support/"
 target=${CARGO_TARGET_DIR:-$ROOT/target}
 echo "ab: building this tree and $BASE ($(git rev-parse --short "$BASE"))"
 cargo build -q --release -j"$JOBS" -p loaderx-native --example ab_gather

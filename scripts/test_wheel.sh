@@ -39,5 +39,7 @@ print("sdist ok:", __import__("loaderx").__file__)
 src=$(mktemp -d)
 trap 'rm -rf "$src"' EXIT
 python3 -m venv "$src/venv"
-"$src/venv/bin/pip" install -q "$DIST"/loaderx-*.tar.gz
+# Built in py-build's target dir: the sdist's own crates compile anew (their path differs), while
+# every dependency, built by `make py-build` with the same profile and features, is reused.
+CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target} "$src/venv/bin/pip" install -q "$DIST"/loaderx-*.tar.gz
 (cd "$src" && "$src/venv/bin/python" -c "$smoke")

@@ -15,30 +15,9 @@ use std::time::Instant;
 
 use loaderx_native::{Codec, Store};
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
-/// Random bytes with one in seven forced to zero: entropy coding gets about 1.08x, like the
-/// product's benchmark data.
-fn mild_bytes(rng: &mut Rng, n: usize) -> Vec<u8> {
-    (0..n)
-        .map(|_| {
-            let x = rng.next();
-            if x.is_multiple_of(7) {
-                0
-            } else {
-                (x >> 32) as u8
-            }
-        })
-        .collect()
-}
+#[path = "support/bench_data.rs"]
+mod bench_data;
+use bench_data::{mild_bytes, Rng};
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));

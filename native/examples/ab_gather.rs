@@ -12,20 +12,9 @@ use std::time::{Duration, Instant};
 
 use loaderx_native::{Codec, Store};
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
-/// One in seven bytes zero, the rest random: zstd gets about 1.08x.
-fn mild_bytes(rng: &mut Rng, n: usize) -> Vec<u8> {
-    (0..n).map(|_| rng.next()).map(|x| if x.is_multiple_of(7) { 0 } else { (x >> 32) as u8 }).collect()
-}
+#[path = "../benches/support/bench_data.rs"]
+mod bench_data;
+use bench_data::{mild_bytes, Rng};
 
 fn make(dir: &Path, rec: usize, n: u64) {
     if dir.join("done").exists() {

@@ -53,12 +53,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     let mut moved = 0u64;
                     for batch in &batches {
                         let lens = store.lengths(batch)?;
-                        let mut offsets = Vec::with_capacity(lens.len());
-                        let mut total = 0u64;
-                        for &l in &lens {
-                            offsets.push(total);
-                            total += u64::from(l);
-                        }
+                        let (offsets, total) = loaderx_native::packed(&lens);
                         let mut dst = vec![0u8; total as usize];
                         store.gather(batch, &mut dst, &offsets)?;
                         moved += total;

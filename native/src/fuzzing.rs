@@ -115,12 +115,7 @@ pub fn store(data: &[u8], dir: &Path) {
     let n = store.len().min(1024);
     let indices: Vec<u64> = (0..n).collect();
     if let Ok(lens) = store.lengths(&indices) {
-        let mut offsets = Vec::with_capacity(lens.len());
-        let mut total = 0u64;
-        for &l in &lens {
-            offsets.push(total);
-            total += u64::from(l);
-        }
+        let (offsets, total) = crate::packed(&lens);
         let mut buf = vec![0u8; total as usize];
         let _ = store.gather(&indices, &mut buf, &offsets);
     }

@@ -76,7 +76,7 @@ pub use loaderx_core::schema::{Layout, Schema};
 pub use location::{check_writable, is_url};
 pub use many::{commit, identify, read_manifest, write_manifest, Found, Many};
 pub use options::{CacheConfig, RemoteOptions};
-pub use records::Records;
+pub use records::{packed, Records};
 pub use store::{OpenOptions, Stats, Store, VerifyReport};
 
 /// The test-only I/O fault seam (see `io.rs`).

@@ -179,31 +179,19 @@ impl Reader {
             other => Error::classified(&self.at, other),
         })?;
         let Some(overlay) = overlay else {
-            let found = view.entries(indices)?;
-            return indices
-                .iter()
-                .zip(found)
-                .map(|(&index, loc)| {
-                    loc.map(|loc| (index, loc)).ok_or_else(|| entry_past_end(&self.at, index))
-                })
-                .collect();
+            return view.entries(indices);
         };
         // The journal's entries take the place of the table's, which are not read for them.
         let moved: Vec<Option<RecordLoc>> = indices.iter().map(|&i| overlay.entry(i)).collect();
         let rest: Vec<u64> =
             indices.iter().zip(&moved).filter(|(_, m)| m.is_none()).map(|(&i, _)| i).collect();
-        let mut found = view.entries(&rest)?.into_iter();
-        indices
+        let mut found = view.entries(&rest)?.into_iter().map(|(_, loc)| loc);
+        Ok(indices
             .iter()
             .zip(moved)
-            .map(|(&index, moved)| {
-                let loc = match moved {
-                    Some(loc) => Some(loc),
-                    None => found.next().flatten(),
-                };
-                loc.map(|loc| (index, loc)).ok_or_else(|| entry_past_end(&self.at, index))
-            })
-            .collect()
+            // `found` holds exactly one entry for each index the overlay does not hold.
+            .filter_map(|(&index, moved)| Some((index, moved.or_else(|| found.next())?)))
+            .collect())
     }
 
     /// Plans `entries` with core: in place (one range a record) or merged, checked against the
@@ -462,12 +450,6 @@ pub(crate) fn decode_planned(mut plans: Vec<Planned<'_, '_>>) -> Result<()> {
         jobs.iter_mut()
             .try_for_each(|job| decode_one(p.at, p.ranges, p.pieces, &mut decoder, &job.slot, job.dst))
     };
-    let mut heads = Vec::with_capacity(plans.len());
-    let mut lists = Vec::with_capacity(plans.len());
-    for Planned { at, ranges, pieces, dict, jobs, .. } in plans.iter_mut() {
-        heads.push(Shared { at, ranges, pieces, dict: *dict });
-        lists.push(jobs);
-    }
     // Gathers already running on other threads (a loader's workers) keep the cores busy: then
     // splitting this one only adds switches between threads, so it runs where it was called.
     let active = crate::fanout::Active::enter();
@@ -477,7 +459,15 @@ pub(crate) fn decode_planned(mut plans: Vec<Planned<'_, '_>>) -> Result<()> {
     let small =
         total < LINGERING_MIN_BYTES || (total < PARALLEL_MIN_BYTES && !crate::fanout::helper_at_hand());
     if small || threads < 2 || records < 2 || active.others >= threads - 1 {
-        return heads.iter().zip(lists).try_for_each(|(head, jobs)| run((head, jobs)));
+        return plans.iter_mut().try_for_each(|Planned { at, ranges, pieces, dict, jobs, .. }| {
+            run((&Shared { at, ranges, pieces, dict: *dict }, jobs))
+        });
+    }
+    let mut heads = Vec::with_capacity(plans.len());
+    let mut lists = Vec::with_capacity(plans.len());
+    for Planned { at, ranges, pieces, dict, jobs, .. } in plans.iter_mut() {
+        heads.push(Shared { at, ranges, pieces, dict: *dict });
+        lists.push(jobs);
     }
     // Many small blocks per thread, so the threads finish together: the last block is all
     // one thread can be left alone with.

@@ -54,6 +54,21 @@ pub trait Records: Send + Sync + std::fmt::Debug {
     fn verify(&self, progress: &mut dyn FnMut(u64, u64)) -> VerifyReport;
 }
 
+/// Where each record of decoded lengths `lens` starts when they are packed back to back into one
+/// buffer, and the buffer's size (u32 lengths summed in u64 cannot overflow).
+pub fn packed(lens: &[u32]) -> (Vec<u64>, u64) {
+    let mut total = 0u64;
+    let offsets = lens
+        .iter()
+        .map(|&n| {
+            let at = total;
+            total += u64::from(n);
+            at
+        })
+        .collect();
+    (offsets, total)
+}
+
 /// The methods both types have under the same names.
 macro_rules! delegate {
     () => {
@@ -144,5 +159,11 @@ mod tests {
         assert_eq!(read(both[0]).2, b"efghijabcd");
         assert_eq!((both[0].listing(), both[1].listing()), (vec![], vec![("s".to_owned(), 3)]));
         assert_eq!(both[1].verify(&mut |_, _| {}).bad, vec![]);
+    }
+
+    #[test]
+    fn packed_records_follow_each_other() {
+        assert_eq!(packed(&[3, 0, 5]), (vec![0, 3, 3], 8));
+        assert_eq!(packed(&[]), (vec![], 0));
     }
 }

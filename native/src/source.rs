@@ -98,9 +98,9 @@ pub(crate) trait View: Sync {
     /// The store's dictionary, if it has one.
     fn dict(&self) -> Option<&Dictionary>;
 
-    /// The table entries of `indices` (each below the published length), in order, unchecked;
-    /// `None` for an entry past the end of `meta.zr`.
-    fn entries(&self, indices: &[u64]) -> Result<Vec<Option<RecordLoc>>>;
+    /// The table entries of `indices` (each below the published length), in order, with their
+    /// indices, unchecked; an entry past the end of `meta.zr` is [`crate::Error::Corrupt`].
+    fn entries(&self, indices: &[u64]) -> Result<Vec<(u64, RecordLoc)>>;
 
     /// The bytes of `ranges` (of chunk files), in order; a piece may be short where the file ends.
     fn fetch(&self, ranges: &[ReadRange]) -> Result<Vec<Piece<'_>>>;

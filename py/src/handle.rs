@@ -67,9 +67,28 @@ impl Handle {
         Ok(self.get()?.records)
     }
 
-    /// The store, for a write; a manifest is refused.
-    fn store(&self, what: &str) -> PyResult<Arc<Store>> {
-        self.get()?.store.ok_or_else(|| argument(format!("a manifest is read-only: cannot {what}")))
+    /// Runs `read` over the records with the GIL released, on this process's pool, its error
+    /// mapped: the frame of every read method.
+    fn read<T: Send>(
+        &self,
+        py: Python<'_>,
+        read: impl FnOnce(&dyn Records) -> Result<T> + Send,
+    ) -> PyResult<T> {
+        let records = self.records()?;
+        py.detach(|| threads::run(|| read(&*records))).map_err(to_py)
+    }
+
+    /// Runs `write` on the store with the GIL released, on this process's pool, its error mapped;
+    /// a manifest (read-only) refuses to `what`.
+    fn write<T: Send>(
+        &self,
+        py: Python<'_>,
+        what: &str,
+        write: impl FnOnce(&Store) -> Result<T> + Send,
+    ) -> PyResult<T> {
+        let store =
+            self.get()?.store.ok_or_else(|| argument(format!("a manifest is read-only: cannot {what}")))?;
+        py.detach(|| threads::run(|| write(&store))).map_err(to_py)
     }
 }
 
@@ -105,9 +124,7 @@ impl Handle {
 
     /// The schema, or None when there is none.
     fn schema(&self, py: Python<'_>) -> PyResult<Option<schema::Schema>> {
-        let records = self.records()?;
-        let found = py.detach(|| records.schema()).map_err(to_py)?;
-        Ok(found.map(schema::Schema::from))
+        Ok(self.read(py, |r| r.schema())?.map(schema::Schema::from))
     }
 
     /// True when the records are read over the network (read-only).
@@ -138,10 +155,8 @@ impl Handle {
 
     /// Logical lengths of records `idxs`.
     fn lengths<'py>(&self, py: Python<'py>, idxs: U64s<'py>) -> PyResult<Bound<'py, PyArray1<u32>>> {
-        let records = self.records()?;
         let idxs = idxs.as_slice()?;
-        let lens = py.detach(|| records.lengths(idxs)).map_err(to_py)?;
-        Ok(PyArray1::from_vec(py, lens))
+        Ok(PyArray1::from_vec(py, self.read(py, |r| r.lengths(idxs))?))
     }
 
     /// Logical lengths of records `idxs`, each checked to fit `schema` (core's one rule).
@@ -151,10 +166,8 @@ impl Handle {
         idxs: U64s<'py>,
         schema: &schema::Schema,
     ) -> PyResult<Bound<'py, PyArray1<u32>>> {
-        let (records, layout) = (self.records()?, schema.layout()?);
-        let idxs = idxs.as_slice()?;
-        let lens = py.detach(|| records.lengths_fitting(idxs, layout)).map_err(to_py)?;
-        Ok(PyArray1::from_vec(py, lens))
+        let (idxs, layout) = (idxs.as_slice()?, schema.layout()?);
+        Ok(PyArray1::from_vec(py, self.read(py, |r| r.lengths_fitting(idxs, layout))?))
     }
 
     /// Decodes records `idxs` into the byte array `dst` at byte `offsets`.
@@ -165,10 +178,8 @@ impl Handle {
         mut dst: PyReadwriteArray1<'_, u8>,
         offsets: U64s<'_>,
     ) -> PyResult<()> {
-        let records = self.records()?;
-        let (idxs, offsets) = (idxs.as_slice()?, offsets.as_slice()?);
-        let dst = dst.as_slice_mut()?;
-        py.detach(|| threads::run(|| records.gather(idxs, dst, offsets))).map_err(to_py)
+        let (idxs, offsets, dst) = (idxs.as_slice()?, offsets.as_slice()?, dst.as_slice_mut()?);
+        self.read(py, |r| r.gather(idxs, dst, offsets))
     }
 
     /// Gathers records `idxs` of a ragged store, each checked to fit `schema`, back to back into
@@ -180,25 +191,17 @@ impl Handle {
         idxs: U64s<'py>,
         schema: &schema::Schema,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let (records, layout) = (self.records()?, schema.layout()?);
-        let idxs = idxs.as_slice()?;
-        let (buffer, lens) = py
-            .detach(|| -> Result<_> {
-                let lens = records.lengths_fitting(idxs, layout)?;
-                let mut offsets = Vec::with_capacity(lens.len());
-                let mut total = 0u64;
-                for &n in &lens {
-                    offsets.push(total);
-                    total += u64::from(n);
-                }
-                // u32 lengths summed in u64 cannot overflow; the sum must still fit this machine.
-                let total = usize::try_from(total)
-                    .map_err(|_| loaderx_native::Error::BadArgument("batch too large".into()))?;
-                let mut buffer = pool::take_varying(total);
-                threads::run(|| records.gather(idxs, buffer.as_mut_slice(), &offsets))?;
-                Ok((buffer, lens))
-            })
-            .map_err(to_py)?;
+        let (idxs, layout) = (idxs.as_slice()?, schema.layout()?);
+        let (buffer, lens) = self.read(py, |r| {
+            let lens = r.lengths_fitting(idxs, layout)?;
+            let (offsets, total) = loaderx_native::packed(&lens);
+            // The sum must fit this machine.
+            let total = usize::try_from(total)
+                .map_err(|_| loaderx_native::Error::BadArgument("batch too large".into()))?;
+            let mut buffer = pool::take_varying(total);
+            r.gather(idxs, buffer.as_mut_slice(), &offsets)?;
+            Ok((buffer, lens))
+        })?;
         let array = pool::into_array(py, buffer)?;
         PyTuple::new(py, [array.into_any(), PyArray1::from_vec(py, lens).into_any()])
     }
@@ -211,15 +214,13 @@ impl Handle {
         idxs: U64s<'py>,
         stride: u64,
     ) -> PyResult<Bound<'py, PyArray1<u8>>> {
-        let records = self.records()?;
         let idxs = idxs.as_slice()?;
         let len = (idxs.len() as u64)
             .checked_mul(stride)
             .and_then(|n| usize::try_from(n).ok())
             .ok_or_else(|| argument("batch too large".into()))?;
         let mut buffer = pool::take(len);
-        py.detach(|| threads::run(|| records.gather_fixed(idxs, buffer.as_mut_slice(), stride)))
-            .map_err(to_py)?;
+        self.read(py, |r| r.gather_fixed(idxs, buffer.as_mut_slice(), stride))?;
         pool::into_array(py, buffer)
     }
 
@@ -233,16 +234,13 @@ impl Handle {
         positions: U64s<'_>,
         stride: u64,
     ) -> PyResult<()> {
-        let records = self.records()?;
-        let (idxs, positions) = (idxs.as_slice()?, positions.as_slice()?);
-        let dst = dst.as_slice_mut()?;
-        py.detach(|| threads::run(|| records.gather_rows(idxs, dst, positions, stride))).map_err(to_py)
+        let (idxs, positions, dst) = (idxs.as_slice()?, positions.as_slice()?, dst.as_slice_mut()?);
+        self.read(py, |r| r.gather_rows(idxs, dst, positions, stride))
     }
 
     /// Storage usage: records, live_bytes, chunk_bytes, reclaimable.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let records = self.records()?;
-        let s = py.detach(|| records.stats()).map_err(to_py)?;
+        let s = self.read(py, |r| r.stats())?;
         let d = PyDict::new(py);
         d.set_item("records", s.records)?;
         d.set_item("live_bytes", s.live_bytes)?;
@@ -253,15 +251,14 @@ impl Handle {
 
     /// Decodes every record; returns `(checked, [(index, reason), ...])`.
     fn verify(&self, py: Python<'_>) -> PyResult<(u64, Vec<(u64, String)>)> {
-        let records = self.records()?;
-        let report = py.detach(|| records.verify(&mut |_, _| {}));
+        let report = self.read(py, |r| Ok(r.verify(&mut |_, _| {})))?;
         Ok((report.checked, report.bad))
     }
 
     /// Makes appended records durable (nothing to do for a manifest or a remote store).
     fn sync(&self, py: Python<'_>) -> PyResult<()> {
         match self.get()?.store {
-            Some(store) => py.detach(|| store.sync()).map_err(to_py),
+            Some(_) => self.write(py, "sync", Store::sync),
             None => Ok(()),
         }
     }
@@ -274,22 +271,19 @@ impl Handle {
     /// Appends the records packed in `src` (record k starts at `offsets[k]`); returns the first
     /// new index.
     fn append(&self, py: Python<'_>, src: Bytes<'_>, offsets: U64s<'_>, codec_tag: u8) -> PyResult<u64> {
-        let store = self.store("append")?;
         let codec =
             Codec::from_tag(codec_tag).ok_or_else(|| argument(format!("unknown codec tag {codec_tag}")))?;
         let (src, offsets) = (src.as_slice()?, offsets.as_slice()?);
-        py.detach(|| threads::run(|| store.append(src, offsets, codec))).map_err(to_py)
+        self.write(py, "append", |s| s.append(src, offsets, codec))
     }
 
     fn delete(&self, py: Python<'_>, idxs: U64s<'_>) -> PyResult<()> {
-        let store = self.store("delete")?;
         let idxs = idxs.as_slice()?;
-        py.detach(|| store.delete(idxs)).map_err(to_py)
+        self.write(py, "delete", |s| s.delete(idxs))
     }
 
     fn compact(&self, py: Python<'_>) -> PyResult<()> {
-        let store = self.store("compact")?;
-        py.detach(|| store.compact()).map_err(to_py)
+        self.write(py, "compact", Store::compact)
     }
 
     fn train_dict(
@@ -299,10 +293,9 @@ impl Handle {
         sizes: U64s<'_>,
         target: usize,
     ) -> PyResult<usize> {
-        let store = self.store("train a dictionary")?;
         let samples = samples.as_slice()?;
         let sizes: Vec<usize> = sizes.as_slice()?.iter().map(|&s| s as usize).collect();
-        py.detach(|| store.train_dict(samples, &sizes, target)).map_err(to_py)
+        self.write(py, "train a dictionary", |s| s.train_dict(samples, &sizes, target))
     }
 
     /// Trains the dictionary on the batch packed in `src` by the converters' rule (up to 8192
@@ -315,9 +308,8 @@ impl Handle {
         offsets: U64s<'_>,
         capacity: Option<usize>,
     ) -> PyResult<usize> {
-        let store = self.store("train a dictionary")?;
         let (src, offsets) = (src.as_slice()?, offsets.as_slice()?);
-        py.detach(|| store.train_dict_for(src, offsets, capacity)).map_err(to_py)
+        self.write(py, "train a dictionary", |s| s.train_dict_for(src, offsets, capacity))
     }
 }
 

@@ -121,7 +121,7 @@ impl View for CachedView<'_> {
         self.inner.dict()
     }
 
-    fn entries(&self, indices: &[u64]) -> Result<Vec<Option<RecordLoc>>> {
+    fn entries(&self, indices: &[u64]) -> Result<Vec<(u64, RecordLoc)>> {
         self.inner.entries(indices)
     }
 

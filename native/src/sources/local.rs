@@ -63,8 +63,36 @@ struct LocalView<'s> {
     dir: &'s LocalDir,
     header: Header,
     chunks: RwLockReadGuard<'s, Chunks>,
-    lens: Vec<Option<u64>>,
+    lens: Lens,
     dict: Option<Arc<Dictionary>>,
+}
+
+/// The chunk files' sizes of one view, without a heap allocation for the usual few chunks.
+enum Lens {
+    Inline([Option<u64>; 8], usize),
+    Heap(Vec<Option<u64>>),
+}
+
+impl Lens {
+    fn of(chunks: &Chunks) -> Lens {
+        let size = |c: &Option<Arc<crate::files::Chunk>>| c.as_ref().map(|c| c.len());
+        if chunks.len() <= 8 {
+            let mut inline = [None; 8];
+            for (slot, chunk) in inline.iter_mut().zip(chunks.iter()) {
+                *slot = size(chunk);
+            }
+            Lens::Inline(inline, chunks.len())
+        } else {
+            Lens::Heap(chunks.iter().map(size).collect())
+        }
+    }
+
+    fn as_slice(&self) -> &[Option<u64>] {
+        match self {
+            Lens::Inline(lens, n) => &lens[..*n],
+            Lens::Heap(lens) => lens,
+        }
+    }
 }
 
 impl ChunkSource for LocalDir {
@@ -72,7 +100,7 @@ impl ChunkSource for LocalDir {
         let gate = sync::read(&self.gate);
         let header = self.shared.meta().header();
         let chunks = self.shared.chunks();
-        let lens = chunks.iter().map(|c| c.as_ref().map(|c| c.len())).collect();
+        let lens = Lens::of(&chunks);
         let dict = self.shared.dict();
         Ok(Box::new(LocalView { _gate: gate, dir: self, header, chunks, lens, dict }))
     }
@@ -104,17 +132,21 @@ impl View for LocalView<'_> {
     }
 
     fn chunk_lens(&self) -> &[Option<u64>] {
-        &self.lens
+        self.lens.as_slice()
     }
 
     fn dict(&self) -> Option<&Dictionary> {
         self.dict.as_deref()
     }
 
-    fn entries(&self, indices: &[u64]) -> Result<Vec<Option<RecordLoc>>> {
+    fn entries(&self, indices: &[u64]) -> Result<Vec<(u64, RecordLoc)>> {
         let meta = self.dir.shared.meta();
         meta.touch_entries(indices);
-        Ok(indices.iter().map(|&index| meta.entry(index)).collect())
+        let at = self.dir.dir();
+        indices
+            .iter()
+            .map(|&index| meta.entry(index).map(|loc| (index, loc)).ok_or_else(|| entry_past_end(at, index)))
+            .collect()
     }
 
     fn fetch(&self, ranges: &[ReadRange]) -> Result<Vec<Piece<'_>>> {

@@ -512,7 +512,7 @@ impl View for ObjectView<'_> {
     }
 
     /// Fetches the table pages the entries need that are not cached yet (one round of requests).
-    fn entries(&self, indices: &[u64]) -> Result<Vec<Option<RecordLoc>>> {
+    fn entries(&self, indices: &[u64]) -> Result<Vec<(u64, RecordLoc)>> {
         let src = self.0;
         let missing = src.table.lock().unwrap_or_else(|e| e.into_inner()).missing(indices.iter().copied());
         if !missing.is_empty() {
@@ -523,7 +523,11 @@ impl View for ObjectView<'_> {
             }
         }
         let table = src.table.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(indices.iter().map(|&i| table.entry(i)).collect())
+        let at = std::path::Path::new(&src.shown);
+        indices
+            .iter()
+            .map(|&i| table.entry(i).map(|loc| (i, loc)).ok_or_else(|| crate::reader::entry_past_end(at, i)))
+            .collect()
     }
 
     /// All ranges at once, concurrently.
