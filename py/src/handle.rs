@@ -10,13 +10,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 use loaderx_core::format::Codec;
-use loaderx_native::{CacheConfig, Many, Records, RemoteOptions, Result, Store};
+use loaderx_native::{process, CacheConfig, Many, Records, RemoteOptions, Result, Store};
 use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::error::{argument, closed, to_py};
-use crate::{pool, schema, threads};
+use crate::{pool, schema};
 
 /// A read-only 1-D uint8 array (record bytes).
 type Bytes<'py> = PyReadonlyArray1<'py, u8>;
@@ -75,7 +75,7 @@ impl Handle {
         read: impl FnOnce(&dyn Records) -> Result<T> + Send,
     ) -> PyResult<T> {
         let records = self.records()?;
-        py.detach(|| threads::run(|| read(&*records))).map_err(to_py)
+        py.detach(|| process::run(|| read(&*records))).map_err(to_py)
     }
 
     /// Runs `write` on the store with the GIL released, on this process's pool, its error mapped;
@@ -88,7 +88,7 @@ impl Handle {
     ) -> PyResult<T> {
         let store =
             self.get()?.store.ok_or_else(|| argument(format!("a manifest is read-only: cannot {what}")))?;
-        py.detach(|| threads::run(|| write(&store))).map_err(to_py)
+        py.detach(|| process::run(|| write(&store))).map_err(to_py)
     }
 }
 

@@ -3,7 +3,7 @@
 //! * `handle`: `Handle`, one open store or manifest (every read declared once), and `commit`;
 //! * `sampler`, `mix`: core's sampler and mixer; `schema`: the schema file;
 //! * `functions`: the command-line tool and the URL rules;
-//! * `error` (typed exceptions), `pool` (recycled batch buffers), `threads` (fork-safe pools).
+//! * `error` (typed exceptions), `pool` (recycled batch buffers).
 //!
 //! Each method converts its arguments, releases the GIL around anything that reads, writes or
 //! runs threads (`py.detach`), maps errors, and stops there. Logic lives in `loaderx-core` and
@@ -16,7 +16,6 @@ mod mix;
 mod pool;
 mod sampler;
 mod schema;
-mod threads;
 
 use loaderx_core::format::{Codec, MAX_RECORD_LEN};
 use pyo3::prelude::*;
