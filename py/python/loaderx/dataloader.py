@@ -42,8 +42,8 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Generic, Literal, Mapping, Sequence, TypeVar, cast
 
-from ._closing import Closing
 from . import _process
+from ._closing import Closing
 from ._state import LoaderState, Shard, base_config
 from .sampler import Sampler, _mode
 
