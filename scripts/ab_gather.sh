@@ -17,12 +17,12 @@ trap 'git -C "$ROOT" worktree remove --force "$work/base" >/dev/null 2>&1 || tru
 git worktree add -q --detach "$work/base" "$BASE"
 cp native/examples/ab_gather.rs "$work/base/native/examples/ab_gather.rs"
 mkdir -p "$work/base/native/benches/support" && cp native/benches/support/bench_data.rs "$work/base/native/benches/support/"
-target=${CARGO_TARGET_DIR:-$ROOT/target}
+out=${CARGO_TARGET_DIR:-$ROOT/target}
 echo "ab: building this tree and $BASE ($(git rev-parse --short "$BASE"))"
 cargo build -q --release -j"$JOBS" -p loaderx-native --example ab_gather
-cp "$target/release/examples/ab_gather" "$work/new"
+cp "$out/release/examples/ab_gather" "$work/new"
 (cd "$work/base" && cargo build -q --release -j"$JOBS" -p loaderx-native --example ab_gather)
-cp "$target/release/examples/ab_gather" "$work/old"
+cp "$out/release/examples/ab_gather" "$work/old"
 mkdir -p "$work/stores"
 "$work/new" "$work/stores" 0.1 >/dev/null  # make the stores, warm the page cache
 for r in $(seq "$ROUNDS"); do

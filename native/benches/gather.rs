@@ -17,7 +17,7 @@ use loaderx_native::{Codec, Store};
 
 #[path = "support/bench_data.rs"]
 mod bench_data;
-use bench_data::{mild_bytes, Rng};
+use bench_data::{fill, Rng};
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
@@ -51,17 +51,8 @@ fn main() {
         let mut flat = File::create(&flat_path).unwrap();
         let raw = Store::open_or_create(tmp.path().join("raw")).unwrap();
         let zstd = Store::open_or_create(tmp.path().join("zstd")).unwrap();
-        let per_append = (64usize << 20) / rec;
-        let mut written = 0u64;
-        while written < n {
-            let k = per_append.min((n - written) as usize);
-            let buf = mild_bytes(&mut rng, k * rec);
-            let offsets: Vec<u64> = (0..k as u64).map(|i| i * rec as u64).collect();
-            raw.append(&buf, &offsets, Codec::Raw).unwrap();
-            zstd.append(&buf, &offsets, Codec::Zstd).unwrap();
-            flat.write_all(&buf).unwrap();
-            written += k as u64;
-        }
+        let stores = [(&raw, Codec::Raw), (&zstd, Codec::Zstd)];
+        fill(&mut rng, &stores, (rec, n, 64 << 20), |buf| flat.write_all(buf).unwrap());
         drop(flat);
         let zs = zstd.stats().unwrap();
         // SAFETY: the file is private to this benchmark and not modified while mapped.

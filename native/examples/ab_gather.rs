@@ -14,7 +14,7 @@ use loaderx_native::{Codec, Store};
 
 #[path = "../benches/support/bench_data.rs"]
 mod bench_data;
-use bench_data::{mild_bytes, Rng};
+use bench_data::{fill, Rng};
 
 fn make(dir: &Path, rec: usize, n: u64) {
     if dir.join("done").exists() {
@@ -24,16 +24,7 @@ fn make(dir: &Path, rec: usize, n: u64) {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let raw = Store::open_or_create(dir.join("raw")).unwrap();
     let zstd = Store::open_or_create(dir.join("zstd")).unwrap();
-    let per_append = (32usize << 20) / rec;
-    let mut written = 0u64;
-    while written < n {
-        let k = per_append.min((n - written) as usize);
-        let buf = mild_bytes(&mut rng, k * rec);
-        let offsets: Vec<u64> = (0..k as u64).map(|i| i * rec as u64).collect();
-        raw.append(&buf, &offsets, Codec::Raw).unwrap();
-        zstd.append(&buf, &offsets, Codec::Zstd).unwrap();
-        written += k as u64;
-    }
+    fill(&mut rng, &[(&raw, Codec::Raw), (&zstd, Codec::Zstd)], (rec, n, 32 << 20), |_| {});
     raw.sync().unwrap();
     zstd.sync().unwrap();
     std::fs::write(dir.join("done"), b"").unwrap();

@@ -208,6 +208,13 @@ impl Error {
         Error::Corrupt { file: file.into(), offset: Some(offset), index: None, detail: detail.to_string() }
     }
 
+    /// `meta.zr` of the store at `at` ends before table entry `index`.
+    pub(crate) fn entry_past_end(at: &Path, index: u64) -> Error {
+        let offset = loaderx_core::format::entry_offset(index);
+        let file = at.join(loaderx_core::names::META_FILE);
+        Error::corrupt_at(file, offset, format!("entry {index} lies past the end of the file"))
+    }
+
     /// A `loaderx-core` error of the store in `dir`, by its kind. A corrupt-data error names the
     /// file and offset of its [`Location`] (the directory itself when it has none).
     pub(crate) fn classified<E: Classify + fmt::Display>(dir: &Path, e: E) -> Error {

@@ -31,15 +31,16 @@
 //! * `reader`: the one read path (checks, core's planning, decoding on the one fan-out, verify,
 //!   stats) over any
 //! * `source`: the I/O seam: where a store's bytes come from. `sources::local` (a mapped
-//!   directory), `sources::object` (object storage and HTTP, with `remote`) and
+//!   directory), `sources::object` (object storage and HTTP; the `remote` feature) and
 //!   `sources::cached` (a disk-cache decorator, over `cache`);
 //! * `shared`: the maps and dictionary that readers and the writer share, and what their locks
 //!   guard;
 //! * `files`: paths, chunk views, the dictionary file, store creation, the schema file;
 //! * `location` (URL or path, the refusal to write at a URL), `options` (how remote stores are
 //!   reached and cached), `map` (memory maps), `io` (the I/O and fault seam, all platform code),
-//!   `sync` (locks and atomics), `fanout` (the gather's thread fan-out), `process` (fork
-//!   identity: the process id, values built per process, the rayon pool of each), `error`.
+//!   `fanout` (the gather's thread fan-out), `process` (fork identity: the process id, values
+//!   built per process, the rayon pool of each), `sync` (locks and atomics), `error`: in this
+//!   group too, each uses only those after it.
 
 #[cfg(feature = "remote")]
 mod cache;

@@ -23,7 +23,7 @@
 use std::path::{Path, PathBuf};
 
 use loaderx_core::codec::{Decoder, Dictionary};
-use loaderx_core::format::{entry_offset, Header, RecordLoc, MAX_RECORD_LEN};
+use loaderx_core::format::{Header, RecordLoc, MAX_RECORD_LEN};
 use loaderx_core::open::{chunk_name, Overlay, META_FILE};
 use loaderx_core::read::{self, GatherPlan, PlanRules, ReadError, ReadRange, Slot};
 use loaderx_core::schema::{Kind, Layout, Schema};
@@ -427,15 +427,6 @@ fn decode_one(
         }
         other => Error::classified(at, other),
     })
-}
-
-/// `meta.zr` ends before table entry `index`.
-pub(crate) fn entry_past_end(at: &Path, index: u64) -> Error {
-    Error::corrupt_at(
-        at.join(META_FILE),
-        entry_offset(index),
-        format!("entry {index} lies past the end of the file"),
-    )
 }
 
 /// Decodes planned records (of one store or several) into their destinations: on the calling

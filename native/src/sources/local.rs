@@ -16,7 +16,6 @@ use loaderx_core::read::{self, PlanRules, ReadRange};
 use loaderx_core::schema::Schema;
 
 use crate::error::{Error, Result};
-use crate::reader::entry_past_end;
 use crate::shared::{Chunks, Shared};
 use crate::source::{ChunkSource, Piece, View};
 use crate::sync::{self, Arc, RwLock, RwLockReadGuard};
@@ -50,7 +49,9 @@ impl LocalDir {
         let lens: Vec<Option<u64>> = chunks.iter().map(|c| c.as_ref().map(|c| c.len())).collect();
         let at = self.dir();
         let entries = (0..u64::from(meta.length()))
-            .map(|index| meta.entry(index).map(|loc| (index, loc)).ok_or_else(|| entry_past_end(at, index)))
+            .map(|index| {
+                meta.entry(index).map(|loc| (index, loc)).ok_or_else(|| Error::entry_past_end(at, index))
+            })
             .collect::<Result<Vec<_>>>()?;
         let rules = PlanRules { chunk_lens: &lens, typed: None, max_gap: 0, max_out: u64::MAX };
         read::plan_in_place(&entries, &rules, false).map_err(|e| Error::classified(at, e))?;
@@ -145,7 +146,9 @@ impl View for LocalView<'_> {
         let at = self.dir.dir();
         indices
             .iter()
-            .map(|&index| meta.entry(index).map(|loc| (index, loc)).ok_or_else(|| entry_past_end(at, index)))
+            .map(|&index| {
+                meta.entry(index).map(|loc| (index, loc)).ok_or_else(|| Error::entry_past_end(at, index))
+            })
             .collect()
     }
 

@@ -526,7 +526,7 @@ impl View for ObjectView<'_> {
         let at = std::path::Path::new(&src.shown);
         indices
             .iter()
-            .map(|&i| table.entry(i).map(|loc| (i, loc)).ok_or_else(|| crate::reader::entry_past_end(at, i)))
+            .map(|&i| table.entry(i).map(|loc| (i, loc)).ok_or_else(|| Error::entry_past_end(at, i)))
             .collect()
     }
 
