@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+import _require_all
 from _lxhelpers import FIXTURES, MANIFEST, copy_fixture, find_ref_python, worker_threads
 from _require_all import (  # noqa: F401  (LOADERX_REQUIRE_ALL)
-    pytest_configure,
     pytest_make_collect_report,
     pytest_runtest_makereport,
     pytest_terminal_summary,
@@ -246,6 +246,7 @@ def _export_stores(nodeid, tmp_path, out_root):
 
 
 def pytest_configure(config):
+    _require_all.pytest_configure(config)
     config.addinivalue_line(
         "markers", "no_export(reason): the test's stores are not exported for the Node suite (LOADERX_EXPORT_STORES)"
     )
