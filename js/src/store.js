@@ -87,12 +87,14 @@ const CHUNK_SIZE = 2 ** 32;
 
 /**
  * LOADERX_IO for a chunk that a source with `sizeWraps` (Blobs) reports as empty while the header
- * says records were written to it. Node's `fs.openAsBlob` gives a file of exactly 4 GiB, as
+ * says records were written to it and the store holds records. Node's `fs.openAsBlob` gives a file of exactly 4 GiB, as
  * every preallocated chunk is, size 0; such a Blob reads as empty too, so the store would look
  * corrupt when it is not.
  */
 function emptyChunks(source, reader, lens) {
-  const { tailChunk, tailOffset } = reader.header();
+  const { tailChunk, tailOffset, length } = reader.header();
+  // A store without records reads no chunk bytes (an exported copy is trimmed to its records).
+  if (length === 0) return;
   lens.forEach((size, c) => {
     if (size === 0 && (c < tailChunk || tailOffset > 0)) {
       throw loaderxError('LOADERX_IO', `${labelOf(source)}: ${c}.zr is a Blob of 0 bytes, but the store has written ${c < tailChunk ? 'a whole chunk' : `${tailOffset} bytes`} to it. `
