@@ -83,7 +83,8 @@ function ensureBigStores() {
   const stamp = join(ART, 'stores', 'stamp.json');
   const want = JSON.stringify({ version: 1, n: BIG_N });
   if (existsSync(stamp) && readFileSync(stamp, 'utf8') === want && existsSync(join(BIG, 'meta.zr')) && existsSync(join(BIG_LABELS, 'meta.zr'))) return 'reused';
-  rmSync(join(ART, 'stores'), { recursive: true, force: true });
+  // Only its own stores: stores/extra (ensureExtraStores) lives beside them.
+  for (const dir of [BIG, BIG_LABELS]) rmSync(dir, { recursive: true, force: true });
   mkdirSync(join(ART, 'stores'), { recursive: true });
   // Discs of 7 sizes (the label) on a gradient, a colour per record: images that look like
   // something and compress like real ones.
