@@ -21,6 +21,19 @@ pub struct Stats {
     pub reclaimable: u64,
 }
 
+/// The usage of several stores together: every field summed.
+impl std::iter::Sum for Stats {
+    fn sum<I: Iterator<Item = Stats>>(iter: I) -> Stats {
+        iter.fold(Stats::default(), |t, s| Stats {
+            records: t.records + s.records,
+            live_bytes: t.live_bytes + s.live_bytes,
+            logical_bytes: t.logical_bytes + s.logical_bytes,
+            chunk_bytes: t.chunk_bytes + s.chunk_bytes,
+            reclaimable: t.reclaimable + s.reclaimable,
+        })
+    }
+}
+
 impl Stats {
     /// Usage of a store with `header`, from its live entries.
     pub fn from_entries(header: &Header, entries: impl IntoIterator<Item = RecordLoc>) -> Stats {

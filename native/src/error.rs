@@ -41,6 +41,12 @@ pub enum Error {
     /// A record to append is empty or longer than 1 MiB.
     #[error("record {position} is {len} bytes; records must be 1..=1048576 bytes")]
     RecordSize { position: usize, len: u64 },
+    /// A record to write does not fit the schema of the store it goes to.
+    #[error("{0}")]
+    DoesNotFit(loaderx_core::schema::Misfit),
+    /// A conversion in the `error` mode found a store where it was to write one.
+    #[error("{0} already holds a store")]
+    Exists(PathBuf),
     /// A caller-supplied buffer or offset list does not fit.
     #[error("{0}")]
     BadArgument(String),
@@ -136,8 +142,8 @@ impl Classify for Error {
             Error::NotAStore { .. } => ErrorKind::NotAStore,
             Error::Corrupt { .. } | Error::Decode { .. } => ErrorKind::Corrupt,
             Error::IndexOutOfRange { .. } => ErrorKind::Index,
-            Error::RecordSize { .. } => ErrorKind::RecordSize,
-            Error::BadArgument(_) => ErrorKind::Argument,
+            Error::RecordSize { .. } | Error::DoesNotFit(_) => ErrorKind::RecordSize,
+            Error::BadArgument(_) | Error::Exists(_) => ErrorKind::Argument,
             Error::Full(_) => ErrorKind::TooLarge,
             Error::Locked(_) => ErrorKind::Locked,
             // Encoding and training fail only for reasons of the dictionary (or its absence).
@@ -165,6 +171,9 @@ impl Classify for Error {
         match self {
             Error::IndexOutOfRange { index, .. } | Error::Decode { index, .. } => Some(*index),
             Error::Corrupt { index, .. } => *index,
+            Error::DoesNotFit(misfit) => Some(misfit.index),
+            // The record's position among those being written (an append's, a conversion's).
+            Error::RecordSize { position, .. } => Some(*position as u64),
             _ => None,
         }
     }
@@ -263,6 +272,7 @@ mod tests {
 
     #[test]
     fn every_variant_has_its_kind() {
+        use loaderx_core::schema::Misfit;
         let dir = PathBuf::from("/s");
         let table: Vec<(Error, ErrorKind)> = vec![
             (Error::Io { op: "read", path: dir.clone(), source: io_error() }, ErrorKind::Io),
@@ -272,6 +282,8 @@ mod tests {
             (Error::corrupt(dir.join("meta.zr"), "d"), ErrorKind::Corrupt),
             (Error::IndexOutOfRange { index: 3, length: 2 }, ErrorKind::Index),
             (Error::RecordSize { position: 0, len: 0 }, ErrorKind::RecordSize),
+            (Error::DoesNotFit(Misfit { index: 1, len: 3, why: "w".into() }), ErrorKind::RecordSize),
+            (Error::Exists(dir.clone()), ErrorKind::Argument),
             (Error::BadArgument("b".into()), ErrorKind::Argument),
             (Error::Full("f".into()), ErrorKind::TooLarge),
             (Error::Locked(dir.clone()), ErrorKind::Locked),
@@ -302,7 +314,7 @@ mod tests {
         }
         // The Python classes of today (py/src/error.rs) follow from the kinds' codes.
         let codes: Vec<i32> = table.iter().map(|(e, _)| e.kind().code()).collect();
-        assert_eq!(codes, [-2, -2, -2, -8, -7, -3, -4, -6, -5, -10, -9, -7, -9]);
+        assert_eq!(codes, [-2, -2, -2, -8, -7, -3, -4, -4, -6, -6, -5, -10, -9, -7, -9]);
     }
 
     #[test]

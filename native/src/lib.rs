@@ -22,6 +22,8 @@
 //!
 //! Layout (each module's docs state its invariants; dependencies only point down the list):
 //! * `cli`: the `loaderx` command;
+//! * `conversion`: [`Conversion`], the one write session of every converter (checks, record
+//!   sizes, dictionary training, rollback, the schema written last);
 //! * `records`: [`Records`], the one read interface of a store and of a manifest;
 //! * `many`: [`Many`]: a manifest's stores read as one, and manifest commits;
 //! * `store`: [`Store`]: one open store, local or remote: opening, and the public read and write
@@ -46,6 +48,7 @@
 mod cache;
 #[cfg(feature = "cli")]
 pub mod cli;
+mod conversion;
 mod error;
 mod fanout;
 mod files;
@@ -65,9 +68,9 @@ mod source;
 mod sources;
 mod store;
 mod sync;
-mod training;
 mod writer;
 
+pub use conversion::{Conversion, ConvertOptions, WriteMode};
 pub use error::{Error, Result};
 pub use files::{read_schema, write_schema};
 pub use io::disk_usage;
@@ -77,7 +80,7 @@ pub use loaderx_core::schema::{Layout, Schema};
 pub use location::{check_writable, is_url};
 pub use many::{commit, identify, read_manifest, write_manifest, Found, Many};
 pub use options::{CacheConfig, RemoteOptions};
-pub use records::{packed, Records};
+pub use records::{packed, Joined, Records};
 pub use store::{OpenOptions, Stats, Store, VerifyReport};
 
 /// The test-only I/O fault seam (see `io.rs`).

@@ -185,13 +185,7 @@ impl Many {
     /// The stores' usage, added up (`chunk_bytes` and `reclaimable` are sums over the stores).
     pub fn stats(&self) -> Result<Stats> {
         let all: Vec<Stats> = self.stores.par_iter().map(Store::stats).collect::<Result<_>>()?;
-        Ok(all.iter().fold(Stats::default(), |t, s| Stats {
-            records: t.records + s.records,
-            live_bytes: t.live_bytes + s.live_bytes,
-            logical_bytes: t.logical_bytes + s.logical_bytes,
-            chunk_bytes: t.chunk_bytes + s.chunk_bytes,
-            reclaimable: t.reclaimable + s.reclaimable,
-        }))
+        Ok(all.into_iter().sum())
     }
 
     /// Verifies every store in turn (as [`crate::Store::verify`]), reporting bad records by
@@ -200,10 +194,7 @@ impl Many {
         let total = self.len();
         let mut report = VerifyReport { checked: 0, bad: Vec::new(), unlisted: 0 };
         for (store, &first) in self.stores.iter().zip(&self.offsets) {
-            let one = store.verify(|done, _| progress(first + done, total));
-            report.checked += one.checked;
-            report.bad.extend(one.bad.into_iter().map(|(i, why)| (first + i, why)));
-            report.unlisted += one.unlisted;
+            report.add_part(store.verify(|done, _| progress(first + done, total)), first);
         }
         progress(total, total);
         report

@@ -60,6 +60,16 @@ pub struct VerifyReport {
     pub unlisted: u64,
 }
 
+impl VerifyReport {
+    /// Adds the report of a part whose first record is `first` in the whole (a manifest's
+    /// store, a join's part), its bad records renumbered.
+    pub(crate) fn add_part(&mut self, part: VerifyReport, first: u64) {
+        self.checked += part.checked;
+        self.bad.extend(part.bad.into_iter().map(|(i, why)| (first + i, why)));
+        self.unlisted += part.unlisted;
+    }
+}
+
 /// A delete journal applied in memory (core's journal rule, see the module docs).
 #[derive(Debug)]
 struct Applied {

@@ -58,6 +58,11 @@ fn build(
 /// The Python exception for a store error. Its message and file show URLs without their
 /// secrets (`loaderx_core::url::redact`).
 pub(crate) fn to_py(e: loaderx_native::Error) -> PyErr {
+    if let loaderx_native::Error::Exists(_) = e {
+        // A conversion refused to touch a store (mode='error'): Python's own class for it.
+        let hint = "(mode='error'); use mode='append' to add to it or mode='overwrite' to replace it";
+        return pyo3::exceptions::PyFileExistsError::new_err(format!("{} {hint}", redact(&e.to_string())));
+    }
     let file = e.file().map(|p| redact(&p.to_string_lossy()));
     build(e.kind(), redact(&e.to_string()), file, e.offset(), e.index())
 }

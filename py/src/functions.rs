@@ -9,7 +9,7 @@ use crate::error::to_py;
 /// returns its exit code. The GIL is released while it runs.
 #[pyfunction]
 pub(crate) fn cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> u8 {
-    py.detach(|| loaderx_native::cli::run(argv))
+    py.detach(|| loaderx_native::process::run(|| loaderx_native::cli::run(argv)))
 }
 
 /// True for the URL forms a store opens by (`s3://`, `gs://`, `az://`, `http(s)://`).

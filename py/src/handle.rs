@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 use loaderx_core::format::Codec;
-use loaderx_native::{process, CacheConfig, Many, Records, RemoteOptions, Result, Store};
+use loaderx_native::{process, CacheConfig, Joined, Many, Records, RemoteOptions, Result, Store};
 use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -19,7 +19,7 @@ use crate::error::{argument, closed, to_py};
 use crate::{pool, schema};
 
 /// A read-only 1-D uint8 array (record bytes).
-type Bytes<'py> = PyReadonlyArray1<'py, u8>;
+pub(crate) type Bytes<'py> = PyReadonlyArray1<'py, u8>;
 /// A read-only 1-D uint64 array (indices, offsets, sizes).
 pub(crate) type U64s<'py> = PyReadonlyArray1<'py, u64>;
 
@@ -86,8 +86,10 @@ impl Handle {
         what: &str,
         write: impl FnOnce(&Store) -> Result<T> + Send,
     ) -> PyResult<T> {
-        let store =
-            self.get()?.store.ok_or_else(|| argument(format!("a manifest is read-only: cannot {what}")))?;
+        let store = self
+            .get()?
+            .store
+            .ok_or_else(|| argument(format!("a manifest or a mix is read-only: cannot {what}")))?;
         py.detach(|| process::run(|| write(&store))).map_err(to_py)
     }
 }
@@ -111,15 +113,26 @@ impl Handle {
     ) -> PyResult<Self> {
         let remote = remote_options(storage_options, deadline, cache_dir, cache_bytes)?;
         let open = if manifest {
-            let many = py.detach(|| Many::open(&location, &remote)).map_err(to_py)?;
+            let many = py.detach(|| process::run(|| Many::open(&location, &remote))).map_err(to_py)?;
             Open { records: Arc::new(many), store: None }
         } else {
             let location = location.to_string_lossy().into_owned();
-            let store =
-                Arc::new(py.detach(|| Store::open_location(&location, create, &remote)).map_err(to_py)?);
+            let store = Arc::new(
+                py.detach(|| process::run(|| Store::open_location(&location, create, &remote)))
+                    .map_err(to_py)?,
+            );
             Open { records: store.clone(), store: Some(store) }
         };
         Ok(Handle { inner: RwLock::new(Some(open)) })
+    }
+
+    /// `handles` read as one index space, in order (`loaderx_native::Joined`): how mixing reads
+    /// its sources. Read-only; closing it leaves the parts open.
+    #[staticmethod]
+    fn join(handles: Vec<PyRef<'_, Handle>>) -> PyResult<Handle> {
+        let parts = handles.iter().map(|h| h.records()).collect::<PyResult<Vec<_>>>()?;
+        let records: Arc<dyn Records> = Arc::new(Joined::new(parts));
+        Ok(Handle { inner: RwLock::new(Some(Open { records, store: None })) })
     }
 
     /// The schema, or None when there is none.
@@ -297,20 +310,6 @@ impl Handle {
         let sizes: Vec<usize> = sizes.as_slice()?.iter().map(|&s| s as usize).collect();
         self.write(py, "train a dictionary", |s| s.train_dict(samples, &sizes, target))
     }
-
-    /// Trains the dictionary on the batch packed in `src` by the converters' rule (up to 8192
-    /// evenly spaced records; `capacity` bytes, by default 1% of the sample within 8 KiB..1 MiB).
-    #[pyo3(signature = (src, offsets, capacity = None))]
-    fn train_dict_for(
-        &self,
-        py: Python<'_>,
-        src: Bytes<'_>,
-        offsets: U64s<'_>,
-        capacity: Option<usize>,
-    ) -> PyResult<usize> {
-        let (src, offsets) = (src.as_slice()?, offsets.as_slice()?);
-        self.write(py, "train a dictionary", |s| s.train_dict_for(src, offsets, capacity))
-    }
 }
 
 /// Adds `stores` (as they should be listed: relative to the manifest's directory, absolute, or
@@ -325,6 +324,6 @@ pub(crate) fn commit(
     storage_options: Option<BTreeMap<String, String>>,
 ) -> PyResult<Vec<(String, u64)>> {
     let remote = remote_options(storage_options, None, None, None)?;
-    let m = py.detach(|| loaderx_native::commit(&path, &stores, &remote)).map_err(to_py)?;
+    let m = py.detach(|| process::run(|| loaderx_native::commit(&path, &stores, &remote))).map_err(to_py)?;
     Ok(m.stores().iter().map(|e| (e.path.clone(), e.length)).collect())
 }

@@ -1,6 +1,7 @@
 //! `loaderx._loaderx`: the private pyo3 module under the `loaderx` Python package. This file
 //! only registers what the modules define:
 //! * `handle`: `Handle`, one open store or manifest (every read declared once), and `commit`;
+//! * `conversion`: `Conversion`, the converter session (the converters only produce blocks);
 //! * `sampler`, `mix`: core's sampler and mixer; `schema`: the schema file;
 //! * `functions`: the command-line tool and the URL rules;
 //! * `error` (typed exceptions), `pool` (recycled batch buffers).
@@ -9,6 +10,7 @@
 //! runs threads (`py.detach`), maps errors, and stops there. Logic lives in `loaderx-core` and
 //! `loaderx-native`; the Python API lives in the pure-Python package.
 
+mod conversion;
 mod error;
 mod functions;
 mod handle;
@@ -24,6 +26,7 @@ use pyo3::types::PyDict;
 #[pymodule(gil_used = false)]
 fn _loaderx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<handle::Handle>()?;
+    m.add_class::<conversion::Conversion>()?;
     m.add_class::<schema::Schema>()?;
     m.add_class::<sampler::Sampler>()?;
     m.add_class::<mix::Mixer>()?;

@@ -155,37 +155,12 @@ impl Schema {
         Ok(Schema { inner: CoreSchema::new(kind(kind_name)?, dtype, &item_shape, codec) })
     }
 
-    /// This schema with `other`'s keys laid over it (a Python `{**self, **other}`).
-    fn updated(&self, other: &Schema) -> Schema {
-        let mut inner = self.inner.clone();
-        inner.update(other.inner.clone());
-        Schema { inner }
-    }
-
-    /// Why record `index` of `nbytes` bytes does not fit this schema (core's one rule), or None
-    /// when it fits or the schema does not say what fits.
-    fn misfit(&self, index: u64, nbytes: u64) -> Option<String> {
-        let layout = Layout::of(&self.inner).ok()?;
-        layout.check(index, nbytes).err().map(|m| m.to_string())
-    }
-
-    /// Same kind, dtype string and item shape.
-    fn compatible(&self, other: &Schema) -> bool {
-        self.inner.compatible(&other.inner)
-    }
-
     /// Checks what a reader requires (`format`, `kind` (equal to `kind_name` if given), `dtype`,
     /// `item_shape`); a schema read from a store that fails is a `CorruptStoreError`.
     #[pyo3(signature = (kind_name = None))]
     fn validate(&self, kind_name: Option<&str>) -> PyResult<()> {
         let expected = kind_name.map(kind).transpose()?;
         self.inner.validate(expected).map_err(core_to_py)
-    }
-
-    /// Writes the schema into the store directory `path` by the one protocol: temporary file,
-    /// fsync, rename, directory fsync.
-    fn write(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
-        py.detach(|| loaderx_native::write_schema(&path, &self.inner)).map_err(to_py)
     }
 
     fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
@@ -245,6 +220,11 @@ impl From<CoreSchema> for Schema {
 }
 
 impl Schema {
+    /// The core schema.
+    pub(crate) fn core(&self) -> &CoreSchema {
+        &self.inner
+    }
+
     /// The layout records must fit (`loaderx_core::schema::Layout`).
     pub(crate) fn layout(&self) -> PyResult<Layout> {
         Layout::of(&self.inner).map_err(core_to_py)

@@ -267,7 +267,7 @@ def assert_reads_like_local(local, remote, seed):
     bytes and lengths of up to 300 records in a random order."""
     import numpy as np
 
-    assert remote._s.remote and len(remote) == len(local)
+    assert remote.engine.remote and len(remote) == len(local)
     n = len(local)
     if n == 0:
         return

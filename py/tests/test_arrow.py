@@ -155,16 +155,17 @@ def test_a_failure_part_way_rolls_back_an_existing_store(tmp_path):
 def test_from_arrow_appends_in_blocks_of_chunk_bytes(tmp_path, monkeypatch):
     from loaderx import converter
 
-    sizes, append = [], converter._Writer.append
+    blocks, update = [], converter._Progress.update
 
-    def spy(self, src, offsets):
-        sizes.append(src.size)
-        return append(self, src, offsets)
+    def spy(self, n):
+        blocks.append(n)
+        return update(self, n)
 
-    monkeypatch.setattr(converter._Writer, "append", spy)
+    # One progress step per block appended, of that block's records.
+    monkeypatch.setattr(converter._Progress, "update", spy)
     rows = pa.table({"x": pa.array(np.arange(1000, dtype=np.int64))})
     assert from_arrow(tmp_path / "s", rows, chunk_bytes=800, progress=False) == 1000
-    assert sum(sizes) == 8000 and max(sizes) <= 800 and len(sizes) == 10
+    assert sum(blocks) == 1000 and max(blocks) <= 100 and len(blocks) == 10
     assert DenseDataset(tmp_path / "s")[:].tolist() == list(range(1000))
 
 

@@ -19,7 +19,7 @@ def test_both_spellings_write_zstd_dict(tmp_path, spelling):
     assert RaggedDataset(tmp_path / "r").codec == "zstd_dict"
     z = Zrecord(tmp_path / "d", codec=spelling)
     assert z.append(rows[0].tobytes(), [0]) == 3000
-    assert z._s.lengths(np.array([3000], np.uint64)).tolist() == [64]
+    assert z.engine.lengths(np.array([3000], np.uint64)).tolist() == [64]
     z.close()
 
 

@@ -139,7 +139,7 @@ def test_a_mix_gathers_each_source_into_its_rows_and_checks_them(sources, tmp_pa
     if manifested:
         manifest.commit(tmp_path, [str(sources / "s0")])
     ds = DenseDataset(tmp_path if manifested else sources / "s0")
-    read, row = ds._store._s.gather_rows, ds._row_bytes
+    read, row = ds.engine.gather_rows, ds._row_bytes
     dst = np.zeros(4 * row, np.uint8)
     read(np.array([2, 0], np.uint64), dst, np.array([3, 1], np.uint64), row)
     rows = dst.view(ds.dtype).reshape(4, *ds.item_shape)
@@ -155,3 +155,41 @@ def test_a_mix_gathers_each_source_into_its_rows_and_checks_them(sources, tmp_pa
         with pytest.raises((errors.BadArgumentError, errors.CorruptStoreError), match=match):
             read(np.array(idxs, np.uint64), dst, np.array(positions, np.uint64), stride)
         assert np.array_equal(dst, before), "a refused gather writes nothing"
+
+
+def test_the_joined_sources_read_each_record_where_its_source_has_it(sources, tmp_path):
+    """The engine's join (what a mix reads): record e of source j at sum(lengths[:j]) + e, dense
+    and ragged, over a store and a manifest alike, pickled as its parts."""
+    import pickle
+
+    from loaderx.converter import from_iterator
+    from loaderx.dataset import RaggedDataset
+    from loaderx.mix import _joined
+
+    manifest.commit(tmp_path / "m", [str(sources / "s1"), str(sources / "s2")])
+    parts = [DenseDataset(sources / "s0"), DenseDataset(tmp_path / "m")]
+    joined = _joined(parts)
+    want = np.concatenate([p[:] for p in parts])
+    idxs = np.array([153, 0, 89, 90, 113, 7], np.uint64)
+    assert len(joined) == sum(LENGTHS) and np.array_equal(joined[idxs], want[idxs])
+    assert np.array_equal(pickle.loads(pickle.dumps(joined))[idxs], want[idxs])
+    assert joined._listing() == [None, [[str(sources / "s1"), LENGTHS[1]], [str(sources / "s2"), LENGTHS[2]]]]
+    with pytest.raises(IndexError):
+        joined[[len(joined)]]
+
+    from_iterator(tmp_path / "r0", [np.arange(k + 1, dtype=np.int32) for k in range(3)], progress=False)
+    from_iterator(tmp_path / "r1", [np.full(5, 9, np.int32)], progress=False)
+    ragged = _joined([RaggedDataset(tmp_path / "r0"), RaggedDataset(tmp_path / "r1")])
+    assert [r.tolist() for r in ragged[[3, 0, 2]]] == [[9] * 5, [0], [0, 1, 2]]
+
+
+def test_sources_that_are_not_loaderx_datasets_of_one_kind_are_refused(sources):
+    class Mine:
+        def __len__(self):
+            return 4
+
+        def __getitems__(self, idxs):
+            return np.zeros((len(idxs), 2), np.int64)
+
+    with pytest.raises(TypeError, match="DenseDataset, Mine"):
+        DataLoader.mix([{"x": DenseDataset(sources / "s0")}, {"x": Mine()}], [1, 1], batch_size=4)

@@ -115,13 +115,17 @@ def test_a_caller_schema_that_msgpack_cannot_hold_is_refused_before_writing(tmp_
     assert not (tmp_path / "s").exists()
 
 
-def test_schema_binding_merges_like_a_dict():
-    existing = _loaderx.Schema.new("dense", "<f4", [3], "zstd")
-    user = _loaderx.Schema.for_converter({"note": "hi", "codec": "raw"}, "dense", "zstd")
-    merged = existing.updated(user)
+def test_appending_merges_the_schema_like_a_dict(tmp_path):
+    """The conversion lays the caller's keys over the store's schema: existing keys keep their
+    place and take new values, new keys go last; data of another shape is refused."""
+    from_numpy(tmp_path / "s", np.zeros((2, 3), np.float32))
+    from_numpy(tmp_path / "s", np.ones((1, 3), np.float32), schema={"note": "hi", "codec": "raw", "kind": "dense", "dtype": "<f4", "item_shape": [3]})
+    merged = _loaderx.Schema.read(tmp_path / "s")
+    assert merged is not None
     assert list(merged.to_dict()) == ["kind", "dtype", "item_shape", "format", "version", "codec", "note"]
     assert merged.to_dict()["codec"] == "raw" and merged.item_bytes == 12
-    assert existing.compatible(merged) and not existing.compatible(_loaderx.Schema.new("ragged", "<f4", [3], "zstd"))
+    with pytest.raises(ValueError, match="holds a different store"):
+        from_numpy(tmp_path / "s", np.ones((1, 4), np.float32))
     assert _loaderx.Schema.parse(merged.to_bytes()) == merged
 
 
@@ -140,3 +144,29 @@ def test_python_cli_is_the_native_cli(tmp_path):
         assert (py.returncode, py.stdout) == (native.returncode, native.stdout), args
     if binary is None:
         pytest.skip("no loaderx binary built to compare with (outputs were checked for exit codes only)")
+
+
+def test_record_sizes_are_a_record_size_error_in_every_converter_and_leave_nothing(tmp_path):
+    """The conversion session owns the record-size rule: empty, over 1 MiB, or not fitting the
+    schema is RecordSizeError (never a bare ValueError), naming the record, and nothing stays."""
+    pa = pytest.importorskip("pyarrow")
+    from loaderx.converter import from_arrow
+
+    cases = [
+        ("empty record", lambda p: from_iterator(p, [b"ab", b"", b"c"]), 1),
+        ("too big", lambda p: from_iterator(p, [b"a", bytes(_loaderx.MAX_RECORD_LEN + 1)]), 1),
+        ("misfit", lambda p: from_iterator(p, [b"abcd", b"abc"], schema={"kind": "ragged", "dtype": "<i4", "item_shape": []}), 1),
+        ("dense item", lambda p: from_numpy(p, np.zeros((2, _loaderx.MAX_RECORD_LEN + 1), np.uint8)), None),
+        ("arrow empty", lambda p: from_arrow(p, pa.table({"b": pa.array([b"x", b""], pa.binary())})), 1),
+    ]
+    for k, (what, convert, index) in enumerate(cases):
+        path = tmp_path / f"s{k}"
+        with pytest.raises(errors.RecordSizeError) as caught:
+            convert(path)
+        assert index is None or caught.value.index == index, (what, caught.value.index)
+        assert not path.exists(), what
+    # Appending to a store: the records before the bad one are rolled back too.
+    from_iterator(tmp_path / "kept", [b"one", b"two"])
+    with pytest.raises(errors.RecordSizeError):
+        from_iterator(tmp_path / "kept", [b"three", b""])
+    assert len(Zrecord(tmp_path / "kept")) == 2

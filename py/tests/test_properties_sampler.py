@@ -55,7 +55,7 @@ def test_sampler_with_any_arguments(args):
         return
     L, B, M = as_index(length), as_index(batch), mode_value(mode)
     batch_len = min(L, B) if M == 2 else B
-    assert s._s.batch_len == batch_len
+    assert s.batch_len == batch_len
     if batch_len > SAFE_BATCH:
         return  # asking for such a batch crashes: see test_sampler_with_a_huge_batch_...
     first = s.next()

@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
-use crate::{Codec, Store};
+use crate::{Codec, Conversion, ConvertOptions, WriteMode};
 use loaderx_core::dtype::DType;
 use loaderx_core::schema::{Kind, Schema};
 use ndarray_npy::npy::header::{Header, Layout};
@@ -61,14 +61,9 @@ pub(crate) fn export(store: &Source, schema: &Schema, out: &Path, quiet: bool) -
     Ok(n)
 }
 
-/// Makes a new dense store at `dir` from the rows of the `.npy` file `input`.
+/// Makes a new dense store at `dir` from the rows of the `.npy` file `input`, through the one
+/// conversion session (`crate::Conversion`: its checks, rollback and schema).
 pub(crate) fn convert(input: &Path, dir: &Path, codec: Codec, quiet: bool) -> Result<u64, Fail> {
-    if crate::files::meta_path(dir).exists() {
-        return Err(Fail::usage(&format!(
-            "{} already holds a store; convert makes a new one",
-            dir.display()
-        )));
-    }
     let mut r = BufReader::new(File::open(input).map_err(Fail::io(input))?);
     let header = Header::from_reader(&mut r).map_err(|e| Fail::Data(format!("{}: {e}", input.display())))?;
     let Py::String(descr) = &header.type_descriptor else {
@@ -84,40 +79,29 @@ pub(crate) fn convert(input: &Path, dir: &Path, codec: Codec, quiet: bool) -> Re
         return Err(Fail::usage("a 0-d array has no rows to store"));
     };
     let item_shape: Vec<u64> = item_shape.iter().map(|&d| d as u64).collect();
-    let item = item_shape.iter().try_fold(dtype.itemsize, |a, &d| a.checked_mul(d));
-    let item = item
-        .filter(|&b| (1..=loaderx_core::format::MAX_RECORD_LEN).contains(&b))
-        .ok_or_else(|| Fail::usage("each row must be 1 byte to 1 MiB, the limits of a record"))?;
-    let created = !dir.exists();
-    let result = (|| {
-        let store = Store::open_or_create(dir).map_err(Fail::store)?;
-        let rows = (BLOCK_BYTES / item).max(1);
-        let bar = progress(n as u64, quiet, "converting");
-        let mut buf = Vec::new();
-        let mut done = 0u64;
-        while done < n as u64 {
-            let count = rows.min(n as u64 - done);
-            buf.resize((count * item) as usize, 0);
-            r.read_exact(&mut buf)
-                .map_err(|e| Fail::Data(format!("{}: the data ends early ({e})", input.display())))?;
-            let offsets: Vec<u64> = (0..count).map(|k| k * item).collect();
-            if codec == Codec::ZstdDict && !store.has_dict() {
-                store.train_dict_for(&buf, &offsets, None).map_err(Fail::store)?;
-            }
-            store.append(&buf, &offsets, codec).map_err(Fail::store)?;
-            done += count;
-            bar.set_position(done);
-        }
-        store.sync().map_err(Fail::store)?;
-        // The schema goes last, by the one protocol (see `crate::write_schema`).
-        let schema = Schema::new(Kind::Dense, &dtype.to_numpy_str(), &item_shape, codec.name());
-        crate::write_schema(dir, &schema).map_err(Fail::store)?;
-        bar.finish_and_clear();
-        Ok(done)
-    })();
-    if result.is_err() && created {
-        // Nothing half-written is left behind: the store did not exist before.
-        let _ = std::fs::remove_dir_all(dir);
+    let schema = Schema::new(Kind::Dense, &dtype.to_numpy_str(), &item_shape, codec.name());
+    let item = schema.item_bytes().map_err(Fail::data)?;
+    let options = ConvertOptions { codec, mode: WriteMode::Error, dict_size: None };
+    // Checks the item size, the target and the mode before anything is written.
+    let mut conversion = Conversion::begin(dir, Some(schema), options).map_err(|e| match e {
+        crate::Error::Exists(_) => Fail::usage(&format!("{e}; convert makes a new one")),
+        e => Fail::store(e),
+    })?;
+    let rows = (BLOCK_BYTES / item).max(1);
+    let bar = progress(n as u64, quiet, "converting");
+    let mut buf = Vec::new();
+    let mut done = 0u64;
+    while done < n as u64 {
+        let count = rows.min(n as u64 - done);
+        buf.resize((count * item) as usize, 0);
+        r.read_exact(&mut buf)
+            .map_err(|e| Fail::Data(format!("{}: the data ends early ({e})", input.display())))?;
+        let offsets: Vec<u64> = (0..count).map(|k| k * item).collect();
+        conversion.append(&buf, &offsets).map_err(Fail::store)?;
+        done += count;
+        bar.set_position(done);
     }
-    result
+    let written = conversion.finish().map_err(Fail::store)?;
+    bar.finish_and_clear();
+    Ok(written)
 }

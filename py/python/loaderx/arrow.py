@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Tuple, TypeVar,
 import numpy as np
 import numpy.typing as npt
 
+from .errors import RecordSizeError
+
 #: ``(kind, dtype, item_shape)``: how a column's records are stored.
 _Plan = Tuple[str, "np.dtype[Any]", Tuple[int, ...]]
 #: A dataset or Zrecord (see :class:`Exports`).
@@ -129,12 +131,9 @@ class _Column:
         k = min(n, 1024)
         return max(1, int(self._lengths(np.arange(k, dtype=np.uint64)).mean())) if k else 1
 
-    def _store(self) -> Any:
-        """The Zrecord (or a manifest's records) under a dataset; a Zrecord is its own."""
-        return self.ds._store if hasattr(self.ds, "_schema") else self.ds
-
     def _lengths(self, idxs: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
-        return np.asarray(self._store()._s.lengths(idxs), dtype=np.int64)
+        # A dataset's engine handle, or a Zrecord's (both have one).
+        return np.asarray(self.ds.engine.lengths(idxs), dtype=np.int64)
 
     def batch(self, pa: Any, start: int, stop: int) -> Any:
         idxs = np.arange(start, stop, dtype=np.uint64)
@@ -147,7 +146,7 @@ class _Column:
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lens, out=offsets[1:])
         data = np.empty(int(offsets[-1]), dtype=np.uint8)
-        self._store().gather(idxs, data, offsets[:-1].astype(np.uint64))
+        self.ds.engine.gather(idxs, data, offsets[:-1].astype(np.uint64))
         if self.kind == _BYTES:
             return pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
         rows = self.make_rows(data.view(self.dtype), int(offsets[-1]) // self.row_bytes)
@@ -328,7 +327,8 @@ def column_records(
         data = np.ascontiguousarray(values).reshape(-1).view(np.uint8)
     empty = np.flatnonzero(np.diff(offs) == 0)
     if empty.size:
-        raise ValueError(f"column {name!r} has an empty record at row {first_row + int(empty[0])}; records are at least 1 byte")
+        row = first_row + int(empty[0])
+        raise RecordSizeError.new(f"column {name!r} has an empty record at row {row}; records are at least 1 byte", index=row)
     return data, offs[:-1].astype(np.uint64)
 
 

@@ -2,9 +2,12 @@
 
 Drop-in compatible with ``loaderx.converter`` of loaderx 0.9.11, with these guarantees on top:
 
-* Everything that can be checked up front is checked before the first byte is written: the
-  codec, the record size (1 byte .. 1 MiB), and, for a store that already has a schema, that
-  the new data has the same kind, dtype and item shape.
+* The rules are native, in one conversion session (``loaderx_native::Conversion``) shared with
+  ``loaderx convert``; a converter here only cuts its data into blocks. Everything that can be
+  checked up front is checked before the first byte is written: the codec, the write mode, the
+  item size, and, for a store that already has a schema, that the new data has the same kind,
+  dtype and item shape. A record that is empty, over 1 MiB or does not fit the schema is a
+  :class:`~loaderx.errors.RecordSizeError` naming its position.
 * ``from_numpy`` streams the array in blocks of about ``chunk_bytes``, so a memory-mapped ``.npy``
   is never read into memory at once. ``from_iterator`` buffers records up to ``chunk_bytes``.
 * A failure part-way (a bad record from an iterator, a full store) rolls the store back to its
@@ -21,18 +24,16 @@ Drop-in compatible with ``loaderx.converter`` of loaderx 0.9.11, with these guar
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from itertools import chain
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Tuple, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _loaderx
 from .errors import BadArgumentError
-from .zrecord import CODECS, MAX_RECORD_LEN, Zrecord, _codec_name, _writable
+from .zrecord import CODECS, _codec_name, _writable
 
 if TYPE_CHECKING:
     from ._typing import StrPath, WriteMode
@@ -79,41 +80,35 @@ class _Progress:
 #: What a converter does with a store that is already at its path.
 WRITE_MODES = ("append", "overwrite", "error")
 
-
-def _is_store_file(name: str) -> bool:
-    """Whether ``name`` is one of the files a store keeps in its directory."""
-    return _loaderx.is_store_file(name[:-4] if name.endswith(".tmp") else name)
+#: A producer of blocks: given the conversion, yields ``(packed bytes, record offsets)``.
+_Blocks = Callable[[_loaderx.Conversion], Iterator[Tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint64]]]]
 
 
-def _target(path: StrPath, mode: str) -> tuple[Path, bool]:
-    """The directory a converter writes, checked before anything is written, and whether the
-    store there is to be replaced. A URL is refused (stores on URLs are read-only), and so is a
-    directory that is neither empty nor a store (a manifest's directory, a project folder), so
-    a converter never mixes its files into other files."""
-    if mode not in WRITE_MODES:
-        raise ValueError(f"mode must be one of {', '.join(map(repr, WRITE_MODES))}, got {mode!r}")
-    path = _writable(path, "convert to")
-    if path.exists() and not path.is_dir():
-        raise BadArgumentError.new(f"{path} is a file; a converter writes a store into a directory")
-    if not path.is_dir():
-        return path, False
-    if not (path / _loaderx.META_FILE).exists():
-        found = sorted(os.listdir(path))
-        if found:
-            shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
-            raise BadArgumentError.new(
-                f"{path} is neither empty nor a store (it holds {shown}); write the store into a new "
-                "or empty directory"
-            )
-        return path, False
-    if mode == "error":
-        raise FileExistsError(
-            f"{path} already holds a store (mode='error'); use mode='append' to add to it or "
-            "mode='overwrite' to replace it"
-        )
-    return path, mode == "overwrite"
-
-
+def _convert(
+    path: StrPath,
+    schema: _loaderx.Schema | None,
+    codec: str,
+    mode: str,
+    dict_size: int | None,
+    bar: _Progress,
+    blocks: _Blocks,
+) -> int:
+    """Runs one conversion through the native session (``_loaderx.Conversion``), which owns the
+    rules: the target and mode checks, schema compatibility, record sizes, dictionary training,
+    rollback and the schema written last. A converter only produces the blocks."""
+    try:
+        # As in the reference, dict_size means something only to the dictionary codec.
+        dict_size = dict_size if codec == "zstd_dict" else None
+        conversion = _loaderx.Conversion(os.fspath(path), schema, codec, mode, dict_size)
+        try:
+            for src, offsets in blocks(conversion):
+                conversion.append(src, offsets)
+                bar.update(len(offsets))
+            return conversion.finish()
+        finally:
+            conversion.abort()  # rolls back, unless finished
+    finally:
+        bar.close()
 
 
 def _check_plain(dtype: np.dtype[Any]) -> None:
@@ -135,98 +130,6 @@ def _check_codec(codec: str) -> str:
     if codec not in CODECS:
         raise ValueError(f"unknown codec {codec!r}, expected one of {sorted(CODECS)}")
     return codec
-
-
-def _describe(schema: _loaderx.Schema) -> str:
-    d: dict[str, Any] = schema.to_dict()
-    return f"{d.get('kind')} {d.get('dtype')}{tuple(d.get('item_shape') or ())}"
-
-
-def _check_existing(path: Path, schema: _loaderx.Schema | None) -> _loaderx.Schema | None:
-    """Refuse, before writing anything, to add data of another kind, dtype or shape. Returns the
-    store's schema, if it has one."""
-    existing = _loaderx.Schema.read(os.fspath(path))
-    if existing is not None and schema is not None and not existing.compatible(schema):
-        raise ValueError(f"{path} holds a different store ({_describe(existing)}), cannot append {_describe(schema)}")
-    return existing
-
-
-class _Writer:
-    """Appends packed batches to a store; on failure rolls the store back to where it started."""
-
-    def __init__(self, path: Path, codec: str, dict_size: int | None, progress: _Progress, replace: bool = False) -> None:
-        # mode="overwrite" writes a new store beside the old one, which stays whole until the new
-        # one is complete (publish swaps them); a failed conversion leaves the old store as it was.
-        self.final = path
-        self.replace = replace
-        if replace:
-            path = path.parent / f".{path.name}.loaderx-overwrite-{os.getpid()}"
-            if path.exists():
-                shutil.rmtree(path)  # left by a conversion of this process id that died
-        self.path = path
-        self.created = not (path / _loaderx.META_FILE).exists()
-        # Directories this call creates (the store and any missing parents), deepest first.
-        self.new_dirs = [d for d in (path, *path.parents) if not d.exists()]
-        self.store = Zrecord(path, codec=codec)
-        self.start = len(self.store)
-        self.need_dict = codec == "zstd_dict" and not self.store.has_dict()
-        self.dict_size = dict_size
-        self.progress = progress
-        self.written = 0
-
-    def append(self, src: npt.NDArray[np.uint8], offsets: npt.NDArray[np.uint64]) -> None:
-        if self.need_dict:
-            # The converters' rule (which records, how big) is the engine's.
-            self.store._s.train_dict_for(src, offsets, self.dict_size)
-            self.need_dict = False
-        self.store.append(src, offsets)
-        self.written += len(offsets)
-        self.progress.update(len(offsets))
-
-    def finish(self, ok: bool) -> None:
-        try:
-            if not ok:
-                extra = len(self.store) - self.start
-                if extra > 0:
-                    self.store.delete(np.arange(self.start, self.start + extra, dtype=np.uint64))
-            self.store.sync()
-        finally:
-            self.store.close()
-            self.progress.close()
-        if not ok and self.replace:
-            shutil.rmtree(self.path, ignore_errors=True)  # the new store; the old one is untouched
-            return
-        if not ok and self.created:
-            # The store did not exist before this call: leave no trace of it.
-            for f in self.path.iterdir():
-                if _is_store_file(f.name):
-                    f.unlink()
-            for d in self.new_dirs:
-                try:
-                    d.rmdir()
-                except OSError:
-                    break
-
-    def publish(self, schema: _loaderx.Schema | None) -> None:
-        """Writes the schema and, for ``mode="overwrite"``, puts the new store in the old one's
-        place in one directory rename; files of the old directory that are not store files move
-        over to the new one."""
-        try:
-            if schema is not None:
-                schema.write(os.fspath(self.path))
-        except BaseException:
-            if self.replace:
-                shutil.rmtree(self.path, ignore_errors=True)
-            raise
-        if not self.replace:
-            return
-        old = self.final.parent / f".{self.final.name}.loaderx-replaced-{os.getpid()}"
-        os.rename(self.final, old)
-        os.rename(self.path, self.final)
-        for f in old.iterdir():
-            if not _is_store_file(f.name):
-                os.rename(f, self.final / f.name)
-        shutil.rmtree(old)
 
 
 def from_numpy(
@@ -271,31 +174,19 @@ def from_numpy(
     if array.dtype.hasobject:
         raise TypeError("object arrays cannot be stored; convert them to a fixed-size dtype")
     _check_plain(array.dtype)
-    path, replace = _target(path, mode)
+    path = _writable(path, "convert to")
     if schema is None:
         schema = {"kind": "dense", "dtype": array.dtype.str, "item_shape": [int(d) for d in array.shape[1:]]}
-    itemsize = int(np.prod(array.shape[1:], dtype=np.int64)) * array.dtype.itemsize
-    if itemsize > MAX_RECORD_LEN:
-        raise ValueError(f"sample of {itemsize} bytes exceeds the {MAX_RECORD_LEN} byte record limit")
-    if itemsize == 0:
-        raise ValueError("samples of 0 bytes cannot be stored (records are at least 1 byte)")
-    schema = _loaderx.Schema.for_converter(dict(schema), "dense", codec)
-    existing = _check_existing(path, schema) if path.is_dir() and not replace else None
-    if existing is not None:
-        schema = existing.updated(schema)
-    step = max(1, int(chunk_bytes) // itemsize)
-    writer = _Writer(path, codec, dict_size, _Progress(progress, len(array), f"converting {path.name}"), replace)
-    ok = False
-    try:
+    itemsize = max(1, int(np.prod(array.shape[1:], dtype=np.int64)) * array.dtype.itemsize)
+
+    def blocks(_: _loaderx.Conversion) -> Iterator[tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint64]]]:
+        step = max(1, int(chunk_bytes) // itemsize)
         for start in range(0, len(array), step):
             block = np.ascontiguousarray(array[start : start + step])
-            offsets = np.arange(len(block), dtype=np.uint64) * np.uint64(itemsize)
-            writer.append(block.reshape(-1).view(np.uint8), offsets)
-        ok = True
-    finally:
-        writer.finish(ok)
-    writer.publish(schema)
-    return len(array)
+            yield block.reshape(-1).view(np.uint8), np.arange(len(block), dtype=np.uint64) * np.uint64(itemsize)
+
+    bar = _Progress(progress, len(array), f"converting {path.name}")
+    return _convert(path, _loaderx.Schema.for_converter(dict(schema), "dense", codec), codec, mode, dict_size, bar, blocks)
 
 
 def _record_bytes(record: npt.ArrayLike) -> tuple[npt.NDArray[np.uint8], npt.NDArray[Any] | None]:
@@ -330,79 +221,59 @@ def from_iterator(
         int: Number of records written.
     """
     codec = _check_codec(codec)
-    path, replace = _target(path, mode)
+    path = _writable(path, "convert to")
     end: Any = object()
-    inferred: dict[str, object] | None  # the schema the first record makes
+    inferred: dict[str, object] | None = None  # the schema the first record makes
     if isinstance(source, (bytes, bytearray)):
         # One bytes object is one record, and (as in the reference) no schema is written for it.
         source = [source]
-        inferred = None
     else:
         it = iter(source)
         first = next(it, end)
         source = [] if first is end else chain([first], it)
-        inferred = None
         if first is not end:
             _, a = _record_bytes(first)
-            if a is None:
-                inferred = {"kind": "ragged", "dtype": "|u1", "item_shape": []}
-            else:
-                shape = [int(d) for d in a.shape[1:]]
-                inferred = {"kind": "ragged", "dtype": a.dtype.str, "item_shape": shape}
+            dtype, shape = ("|u1", []) if a is None else (a.dtype.str, [int(d) for d in a.shape[1:]])
+            inferred = {"kind": "ragged", "dtype": dtype, "item_shape": shape}
     if schema is None:
         schema = inferred
-    if schema is not None:
-        schema = _loaderx.Schema.for_converter(dict(schema), "ragged", codec)
-    existing = _check_existing(path, schema) if path.is_dir() and not replace else None
-    if existing is not None and schema is not None:
-        schema = existing.updated(schema)
-    # What every record must be: as the first record, else as the store already holds.
-    if inferred is not None:
-        expect = _loaderx.Schema.for_converter(inferred, "ragged", codec)
-    else:
-        expect = existing
     total = getattr(source, "__len__", lambda: None)()
-    writer = _Writer(path, codec, dict_size, _Progress(progress, total, f"converting {path.name}"), replace)
-    buf: list[npt.NDArray[np.uint8]]
-    sizes: list[int]
-    buf, sizes, acc = [], [], 0
 
-    def flush() -> None:
-        nonlocal buf, sizes, acc
-        offsets = np.zeros(len(sizes), dtype=np.uint64)
-        offsets[1:] = np.cumsum(sizes[:-1])
-        writer.append(np.concatenate(buf), offsets)
-        buf, sizes, acc = [], [], 0
-
-    ok = False
-    try:
+    def blocks(conversion: _loaderx.Conversion) -> Iterator[tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint64]]]:
+        # What every array record must be: as the first record, else as the store already holds.
+        # (Sizes, and the fit of bytes records, the conversion checks.)
+        expect = _loaderx.Schema.for_converter(inferred, "ragged", codec) if inferred else conversion.existing
+        shape = None if expect is None else [int(d) for d in expect.item_shape]
+        buf: list[npt.NDArray[np.uint8]] = []
+        sizes: list[int] = []
+        acc = 0
         for k, record in enumerate(source):
             b, a = _record_bytes(record)
             if a is not None and expect is not None:
-                shape = [int(d) for d in expect.item_shape]
                 if a.dtype.str != expect.dtype or [int(d) for d in a.shape[1:]] != shape:
-                    raise ValueError(
+                    raise BadArgumentError.new(
                         f"record {k} is {a.dtype.str}{tuple(a.shape)}, but the store holds "
-                        f"{expect.dtype} rows of shape {tuple(shape)}"
+                        f"{expect.dtype} rows of shape {tuple(shape or ())}",
+                        index=k,
                     )
-            elif expect is not None and b.size:
-                misfit = expect.misfit(k, b.size)
-                if misfit is not None:
-                    raise ValueError(misfit)
-            if b.size == 0 or b.size > MAX_RECORD_LEN:
-                raise ValueError(f"record {k} of {b.size} bytes is outside the 1..{MAX_RECORD_LEN} byte record limit")
             buf.append(b)
             sizes.append(b.size)
             acc += b.size
             if acc >= chunk_bytes:
-                flush()
+                yield _packed(buf, sizes)
+                buf, sizes, acc = [], [], 0
         if buf:
-            flush()
-        ok = True
-    finally:
-        writer.finish(ok)
-    writer.publish(schema)
-    return writer.written
+            yield _packed(buf, sizes)
+
+    checked = None if schema is None else _loaderx.Schema.for_converter(dict(schema), "ragged", codec)
+    return _convert(path, checked, codec, mode, dict_size, _Progress(progress, total, f"converting {path.name}"), blocks)
+
+
+def _packed(buf: list[npt.NDArray[np.uint8]], sizes: list[int]) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint64]]:
+    """Records as one block: their bytes end to end, and where each starts."""
+    offsets = np.zeros(len(sizes), dtype=np.uint64)
+    offsets[1:] = np.cumsum(sizes[:-1])
+    return np.concatenate(buf), offsets
 
 
 def from_arrow(
@@ -435,41 +306,27 @@ def from_arrow(
     from . import arrow
 
     codec = _check_codec(codec)
-    path, replace = _target(path, mode)
+    path = _writable(path, "convert to")
     name, field, rows, arrays = arrow.arrow_source(data, column)
     kind, dtype, shape = arrow.column_plan(name, field)
-    row_bytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    if kind == "dense" and not 0 < row_bytes <= MAX_RECORD_LEN:
-        raise ValueError(f"column {name!r}: records of {row_bytes} bytes are outside the 1..{MAX_RECORD_LEN} byte limit")
     store_kind = "dense" if kind == "dense" else "ragged"
     schema = {"kind": store_kind, "dtype": dtype.str, "item_shape": [int(d) for d in shape]}
-    schema = _loaderx.Schema.for_converter(cast("dict[str, object]", schema), store_kind, codec)
-    existing = _check_existing(path, schema) if path.is_dir() and not replace else None
-    if existing is not None:
-        schema = existing.updated(schema)
     pa = arrow._pa()
-    writer = _Writer(path, codec, dict_size, _Progress(progress, rows, f"converting {path.name}"), replace)
-    ok, first_row = False, 0
-    try:
+
+    def blocks(_: _loaderx.Conversion) -> Iterator[tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint64]]]:
+        first_row = 0
         for arr in arrays:
             src, offsets = arrow.column_records(pa, name, kind, dtype, shape, arr, first_row)
             ends = np.append(offsets[1:], np.uint64(src.size)) if offsets.size else offsets
-            sizes = ends - offsets
-            if sizes.size and int(sizes.max()) > MAX_RECORD_LEN:
-                row = first_row + int(np.argmax(sizes > MAX_RECORD_LEN))
-                raise ValueError(f"column {name!r}: record {row} is over the {MAX_RECORD_LEN} byte record limit")
             # Blocks of about chunk_bytes: cut where a record starts.
             start = 0
             while start < offsets.size:
                 stop = int(np.searchsorted(offsets, offsets[start] + np.uint64(chunk_bytes), side="left"))
                 stop = max(stop, start + 1)
                 lo, hi = int(offsets[start]), int(ends[stop - 1])
-                writer.append(src[lo:hi], offsets[start:stop] - offsets[start])
+                yield src[lo:hi], offsets[start:stop] - offsets[start]
                 start = stop
             first_row += len(arr)
-        ok = True
-    finally:
-        writer.finish(ok)
-    writer.publish(schema)
-    return writer.written
 
+    checked = _loaderx.Schema.for_converter(cast("dict[str, object]", schema), store_kind, codec)
+    return _convert(path, checked, codec, mode, dict_size, _Progress(progress, rows, f"converting {path.name}"), blocks)

@@ -271,7 +271,7 @@ class DataLoader(Closing, Generic[_T]):
         self._shard.per(int(batch_size))  # the shard count must divide the global batch
         self.length = next(iter(lengths.values()))
         self.sampler: Sampler | MixSampler = _mix if _mix is not None else Sampler(self.length, batch_size, mode, seed)
-        if self._shard.count > 1 and _mix is None and self.sampler._s.batch_len != int(batch_size):
+        if self._shard.count > 1 and _mix is None and self.sampler.batch_len != int(batch_size):
             raise ValueError(f"a CYCLIC batch of {self.length} < batch_size records cannot be sharded")
         self.batch_size = int(batch_size)
         self.num_workers = int(num_workers)
@@ -470,7 +470,7 @@ class DataLoader(Closing, Generic[_T]):
         arguments are the DataLoader's; ``kwargs`` are a subclass's own (``sharding`` of
         :class:`loaderx.jax.DataLoader`).
         """
-        from .mix import MixSampler, _Joined
+        from .mix import MixSampler, _joined
 
         sources = [_streams(s) for s in sources]
         if not sources:
@@ -482,6 +482,8 @@ class DataLoader(Closing, Generic[_T]):
             lengths = {len(ds) for ds in src.values()}
             if len(lengths) != 1:
                 raise ValueError(f"source {k}: its streams must have the same length, got {sorted(lengths)}")
+        # Each stream's sources as one dataset (loaderx datasets of one kind, or a TypeError).
+        streams = {name: _joined([src[name] for src in sources]) for name in names}
         for name in names:
             # Every source's records of a stream go into one batch array: the layouts must match.
             layouts = [(getattr(src[name], "dtype", None), getattr(src[name], "item_shape", None)) for src in sources]
@@ -493,7 +495,6 @@ class DataLoader(Closing, Generic[_T]):
                     )
         lengths = [len(next(iter(src.values()))) for src in sources]
         sampler = MixSampler(lengths, weights, batch_size, int(_mode(mode)), seed)
-        streams = {name: _Joined([src[name] for src in sources]) for name in names}
         # cls is this class unparametrized: the transform sets what its loader yields.
         return cast("type[DataLoader[_R]]", cls)(
             streams,

@@ -28,10 +28,12 @@ from . import _loaderx
 from ._closing import Closing
 from .arrow import Exports
 from .errors import StoreClosedError, StoreNotFoundError
-from .manifest import _manifest_file, _Records
+from .manifest import _Joined, _manifest_file, _Records
 from .zrecord import CODECS, SCHEMA, Zrecord, _engine_ready, _indices, _location, _shown
 
 if TYPE_CHECKING:
+    from typing_extensions import Self
+
     from ._typing import Cache, Index, IndexArray, StrPath
 
 __all__ = ["DenseDataset", "RaggedDataset", "pad"]
@@ -82,7 +84,7 @@ def _open(
         raise missing
     else:
         store = Zrecord._existing(where, storage_options, cache)
-    schema = store._s.schema()
+    schema = store.engine.schema()
     if schema is None:
         store.close()
         raise missing
@@ -94,7 +96,7 @@ class _Base(Exports, Closing):
     """What both kinds share: the schema, the store handle and index parsing."""
 
     _kind: ClassVar[str | None] = None
-    _store: Zrecord | _Records | None
+    _store: Zrecord | _Records | _Joined | None
     _schema: _loaderx.Schema
 
     if TYPE_CHECKING:
@@ -103,7 +105,20 @@ class _Base(Exports, Closing):
         def _shaped(self, got: Any, shape: tuple[int, ...]) -> Any: ...
 
     def __init__(self, path: StrPath, storage_options: dict[str, str] | None = None, cache: Cache | None = None) -> None:
-        self._store, self._schema = _open(path, self._kind, storage_options, cache)
+        self._setup(*_open(path, self._kind, storage_options, cache))
+
+    @classmethod
+    def _join(cls, parts: Sequence[_Base]) -> Self:
+        """``parts`` (datasets of this class, with one record layout) as one dataset, in order:
+        part ``j``'s record ``e`` is record ``sum(len(parts[:j])) + e``, read by the engine's
+        join (``loaderx_native::Joined``). How mixing reads its sources; pickles as its parts."""
+        joined = cls.__new__(cls)
+        joined._setup(_Joined(parts), parts[0]._schema)
+        return joined
+
+    def _setup(self, store: Zrecord | _Records | _Joined, schema: _loaderx.Schema) -> None:
+        self._store = store
+        self._schema = schema
         self.path = self._store.path
         self.dtype = np.dtype(self._schema.dtype)
         self.item_shape = tuple(self._schema.item_shape)
@@ -113,12 +128,18 @@ class _Base(Exports, Closing):
         self.codec = codec if codec is not None else "zstd"
         self._store.codec = self.codec if self.codec in CODECS else "zstd"
 
-    def _open_store(self) -> Zrecord | _Records:
+    def _open_store(self) -> Zrecord | _Records | _Joined:
         """The store handle, or :class:`StoreClosedError` after :meth:`close`."""
         store = self._store
         if store is None:
             raise StoreClosedError.new(f"I/O operation on a closed {type(self).__name__}")
         return store
+
+    @property
+    def engine(self) -> _loaderx.Handle:
+        """The native handle the dataset reads through (its store's, a manifest's or a mix's);
+        :class:`~loaderx.errors.StoreClosedError` after :meth:`close`."""
+        return self._open_store().engine
 
     def __len__(self) -> int:
         return len(self._open_store())
@@ -128,6 +149,8 @@ class _Base(Exports, Closing):
         return f"{type(self).__name__}({_shown(os.fspath(self.path))!r}, {state} {self.item_shape} {self.dtype})"
 
     def __reduce__(self) -> tuple[Any, ...]:
+        if isinstance(self._store, _Joined):
+            return (type(self)._join, (self._store.parts,))
         return (type(self), (os.fspath(self.path), self._store.storage_options, self._store.cache))  # type: ignore[union-attr]
 
     def _idxs(self, idx: Index) -> npt.NDArray[np.uint64]:
@@ -206,7 +229,7 @@ class DenseDataset(_Base):
 
     def __getitems__(self, idxs: Index) -> npt.NDArray[Any]:
         idxs = self._idxs(idxs)
-        flat = self._open_store()._s.gather_fixed_new(idxs, self._row_bytes)
+        flat = self.engine.gather_fixed_new(idxs, self._row_bytes)
         return flat.view(self.dtype).reshape((idxs.size, *self.item_shape))
 
     def _shaped(self, batch: npt.NDArray[Any], shape: tuple[int, ...]) -> npt.NDArray[Any]:
@@ -235,7 +258,7 @@ class RaggedDataset(_Base):
         idxs = self._idxs(idxs)
         # One engine call: every length checked against the schema, the records back to back in
         # a recycled buffer. The samples are views into it, cut at Python-int row bounds.
-        flat, byte_lens = self._open_store()._s.gather_ragged_new(idxs, self._schema)
+        flat, byte_lens = self.engine.gather_ragged_new(idxs, self._schema)
         values = flat.view(self.dtype).reshape((flat.size // self._row_bytes, *self.item_shape))
         ends = np.cumsum(byte_lens // self._row_bytes, dtype=np.int64).tolist()
         return [values[a:b] for a, b in zip([0, *ends], ends)]

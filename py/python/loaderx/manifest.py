@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -175,19 +175,44 @@ class _Records:
         self.storage_options = dict(storage_options) if storage_options else None
         self.cache = _cache(cache)
         cache_dir, cache_bytes = self.cache or (None, None)
-        self._s = _loaderx.Handle(
+        self.engine = _loaderx.Handle(
             os.fspath(path), manifest=True, storage_options=self.storage_options, cache_dir=cache_dir, cache_bytes=cache_bytes
         )
 
     def __len__(self) -> int:
-        return len(self._s)
+        return len(self.engine)
 
     def listing(self) -> list[list[Any]]:
         """The stores as listed, with their records: ``[[store, records], ...]``."""
-        return [[path, int(n)] for path, n in self._s.stores]
+        return [[path, int(n)] for path, n in self.engine.stores]
 
     def gather(self, idxs: npt.NDArray[np.uint64], dst: npt.NDArray[np.uint8], offsets: npt.NDArray[np.uint64]) -> None:
-        self._s.gather(idxs, dst, offsets)
+        self.engine.gather(idxs, dst, offsets)
 
     def close(self) -> None:
-        self._s.close()
+        self.engine.close()
+
+
+class _Joined:
+    """Datasets' stores read as one index space, in order (``Handle.join``, the engine's join):
+    the part of Zrecord a dataset uses. Read-only; closing it leaves the parts open."""
+
+    codec = "zstd"
+    storage_options = None
+    cache = None
+
+    def __init__(self, parts: Sequence[Any]) -> None:
+        self.parts = list(parts)
+        self.path = " + ".join(os.fspath(p.path) for p in self.parts)  # what reprs show
+        self.engine = _loaderx.Handle.join([p.engine for p in self.parts])
+
+    def __len__(self) -> int:
+        return len(self.engine)
+
+    def listing(self) -> list[Any] | None:
+        """Each part's listing (None for a part that is one store), or None if no part has one."""
+        parts = [p._listing() for p in self.parts]
+        return parts if any(p is not None for p in parts) else None
+
+    def close(self) -> None:
+        self.engine.close()

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _loaderx
-from .dataset import DenseDataset
+from .dataset import DenseDataset, RaggedDataset
 
 __all__ = ["MixSampler"]
 
@@ -50,6 +50,11 @@ class MixSampler:
             self.rebase(*base)
 
     @property
+    def batch_len(self) -> int:
+        """Records per batch."""
+        return int(self._s.batch_len)
+
+    @property
     def counts(self) -> list[int]:
         """Records per batch of each dataset."""
         return list(self._s.counts)
@@ -76,54 +81,14 @@ def _listing(ds: object) -> Any:
     return listing() if listing is not None else None
 
 
-class _Joined:
-    """Several datasets with the same record layout as one index space, in order."""
-
-    def __init__(self, parts: Sequence[Any]) -> None:
-        self.parts = list(parts)
-        self.offsets = np.cumsum([0] + [len(p) for p in self.parts]).astype(np.uint64)
-        self._rows: tuple[np.dtype[Any], tuple[int, ...], int] | None = None
-        layouts = {(p.dtype, p.item_shape) for p in self.parts if isinstance(p, DenseDataset)}
-        if len(layouts) == 1 and all(isinstance(p, DenseDataset) for p in self.parts):
-            dtype, shape = layouts.pop()
-            self._rows = (dtype, shape, self.parts[0]._row_bytes)
-
-    def __len__(self) -> int:
-        return int(self.offsets[-1])
-
-    def __repr__(self) -> str:
-        return f"mix of [{', '.join(map(repr, self.parts))}]"
-
-    def _listing(self) -> list[Any] | None:
-        parts = [_listing(p) for p in self.parts]
-        return parts if any(p is not None for p in parts) else None
-
-    def __getitems__(self, idxs: npt.ArrayLike) -> Any:
-        at: npt.NDArray[Any]  # where one part's records go in the batch
-        out: Any  # the batch: an array, or a list of ragged records
-        idxs = np.asarray(idxs, dtype=np.uint64)
-        which = np.searchsorted(self.offsets, idxs, side="right") - 1
-        if self._rows is not None:
-            # Dense parts: each part's records go straight into their rows of the batch.
-            dtype, shape, row_bytes = self._rows
-            out = np.empty((idxs.size, *shape), dtype=dtype)
-            flat = out.reshape(-1).view(np.uint8)
-            for j in np.unique(which):
-                at = np.flatnonzero(which == j).astype(np.uint64)
-                self.parts[j]._open_store()._s.gather_rows(idxs[at] - self.offsets[j], flat, at, row_bytes)
-            return out
-        pieces: dict[int, tuple[npt.NDArray[Any], npt.NDArray[Any] | list[npt.NDArray[Any]]]] = {}
-        for j in np.unique(which):
-            at = np.flatnonzero(which == j)
-            pieces[int(j)] = (at, self.parts[j].__getitems__(idxs[at] - self.offsets[j]))
-        first = next(iter(pieces.values()))[1]
-        if isinstance(first, np.ndarray):
-            out = np.empty((idxs.size, *first.shape[1:]), dtype=first.dtype)
-            for at, got in pieces.values():
-                out[at] = got
-            return out
-        out = [None] * idxs.size
-        for at, got in pieces.values():
-            for k, record in zip(at, got):
-                out[k] = record
-        return out
+def _joined(parts: Sequence[Any]) -> Any:
+    """One stream's sources as one dataset over their joined index space (dataset ``j``'s record
+    ``e`` is ``sum(lengths[:j]) + e``), read by the engine's join."""
+    first = parts[0]
+    if not isinstance(first, (DenseDataset, RaggedDataset)) or any(type(p) is not type(first) for p in parts):
+        kinds = ", ".join(type(p).__name__ for p in parts)
+        raise TypeError(
+            f"DataLoader.mix reads loaderx datasets: each stream's sources must all be DenseDataset or all "
+            f"RaggedDataset, got {kinds}"
+        )
+    return type(first)._join(parts)

@@ -75,6 +75,11 @@ class Sampler:
         return self._s.batch_at(_uint(step, "step"))
 
     @property
+    def batch_len(self) -> int:
+        """Records per batch: ``batch_size``, or the length in CYCLIC mode over fewer records."""
+        return int(self._s.batch_len)
+
+    @property
     def step(self) -> int:
         """The step the next :meth:`next` returns."""
         return self._s.step

@@ -233,7 +233,7 @@ class BatchSampler(_tud.Sampler):
         self.sampler = Sampler(length, batch_size, mode, seed)
         self._shard = Shard.of(shard_index, shard_count, Shard.torch)
         self.shard_index, self.shard_count = self._shard.index, self._shard.count
-        self._rows = self._shard.rows(self.sampler._s.batch_len)  # the global batch must split evenly
+        self._rows = self._shard.rows(self.sampler.batch_len)  # the global batch must split evenly
         if steps is not None and int(steps) < 1:
             raise ValueError(f"steps must be at least 1 or None, got {steps}")
         self.steps = None if steps is None else int(steps)

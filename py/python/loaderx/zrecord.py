@@ -288,6 +288,13 @@ class Zrecord(Exports, Closing):
                 raise StoreClosedError.new("I/O operation on a closed Zrecord")
         return store
 
+    @property
+    def engine(self) -> _loaderx.Handle:
+        """The native handle this store reads and writes through (a forked child's own): what the
+        package's layers over a store (datasets, mixing, Arrow export) call. Raises
+        :class:`~loaderx.errors.StoreClosedError` once the store is closed."""
+        return self._s
+
     def __len__(self) -> int:
         return len(self._s)
 
