@@ -20,4 +20,5 @@ pub mod sampler;
 pub mod schema;
 pub mod stats;
 pub mod url;
+pub mod verify;
 pub mod view;

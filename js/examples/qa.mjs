@@ -91,7 +91,7 @@ async function main() {
     if (tty) process.stderr.write('\n');
     // A URL's userinfo and query values (a presigned signature) are never printed.
     const shown = redactUrl(opts.store);
-    const result = { store: shown, ok: report.ok, length: store.length, schema: store.schema, header: store.header, stats, lengthHistogram: hist, bad: report.bad };
+    const result = { store: shown, ok: report.ok, length: store.length, schema: store.schema, header: store.header, stats, lengthHistogram: hist, bad: report.bad, unlisted: report.unlisted };
     if (opts.json) {
       console.log(JSON.stringify(result, null, 2));
     } else {
@@ -113,9 +113,10 @@ async function main() {
       }
       if (report.ok) console.log(`verify    ok: all ${store.length} records decode`);
       else {
-        console.log(`verify    FAILED: ${report.bad.length} bad record(s)`);
+        console.log(`verify    FAILED: ${report.bad.length + report.unlisted} bad record(s)`);
         for (const b of report.bad.slice(0, 50)) console.log(`  record ${b.index}: [${b.code}] ${redactUrl(b.message)}`);
-        if (report.bad.length > 50) console.log(`  ... and ${report.bad.length - 50} more`);
+        const more = report.bad.length - Math.min(50, report.bad.length) + report.unlisted;
+        if (more > 0) console.log(`  ... and ${more} more`);
       }
     }
     return report.ok && !('error' in stats) ? 0 : 1;

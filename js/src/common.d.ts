@@ -96,6 +96,9 @@ export interface VerifyReport {
   checked: number;
   length: number;
   bad: { index: number; code: LoaderxErrorCode; message: string }[];
+  /** Bad records counted but not listed in `bad`: the rest of a blank run that ends the table
+   *  (a damaged record count), whose first record is in `bad`. */
+  unlisted: number;
 }
 
 /** Bytes as the package takes them: a Uint8Array, an ArrayBuffer or any other view. */

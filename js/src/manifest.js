@@ -232,13 +232,15 @@ export class ManifestStore {
     this.#check();
     const total = this.length;
     const bad = [];
+    let unlisted = 0;
     for (const [k, store] of this.#stores.entries()) {
       const first = this.#offsets[k];
       const one = await store.verify({ batchSize, onProgress: onProgress && ((done) => onProgress(first + done, total)) });
       for (const b of one.bad) bad.push({ ...b, index: first + b.index });
+      unlisted += one.unlisted;
     }
     onProgress?.(total, total);
-    return { ok: bad.length === 0, checked: total, length: total, bad };
+    return { ok: bad.length === 0, checked: total, length: total, bad, unlisted };
   }
 
   /** The stores' usage added up; `fileBytes` names each file `<store>/<file>`. */

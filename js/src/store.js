@@ -505,7 +505,9 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
 
     /**
      * Decodes every record and checks lengths and bounds. Resolves to
-     * `{ok, checked, length, bad: [{index, code, message}]}`; `onProgress(done, total)` is called
+     * `{ok, checked, length, bad: [{index, code, message}], unlisted}`: a table that ends in blank
+     * (never written) entries is one entry of `bad`, its first record, and the rest of the run
+     * is counted in `unlisted` (core's rule, as every front end reports it). `onProgress(done, total)` is called
      * after each batch (at most `batchSize` records and about VERIFY_BYTES decoded bytes), the
      * last time with `(total, total)`. Bad options are LOADERX_ARGUMENT, checked first.
      */
@@ -515,8 +517,9 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
         const reader = this.#reader;
         const total = reader.length;
         const bad = [];
-        for (let start = 0, end = 0; start < total; start = end) {
-          end = Math.min(total, start + batchSize);
+        const blankFrom = await this.#blankTail(total);
+        for (let start = 0, end = 0; start < blankFrom; start = end) {
+          end = Math.min(blankFrom, start + batchSize);
           let idx = new Float64Array(end - start).map((_, k) => start + k);
           let plan;
           try {
@@ -547,11 +550,43 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
           }
           onProgress?.(end, total);
         }
+        let unlisted = 0;
+        if (blankFrom < total) {
+          // One problem for the whole blank run (core's rule), the rest counted, not listed.
+          const message = wasm.blankTailProblem(`${redactUrl(labelOf(this.#source))}/${FILES.meta}`, blankFrom, total);
+          bad.push({ index: blankFrom, code: 'LOADERX_CORRUPT', message });
+          unlisted = total - blankFrom - 1;
+          onProgress?.(total, total);
+        }
         // An empty store has no batch; report it done all the same.
         if (total === 0) onProgress?.(0, 0);
         bad.sort((a, b) => a.index - b.index);
-        return { ok: bad.length === 0, checked: total, length: total, bad };
+        return { ok: bad.length === 0, checked: total, length: total, bad, unlisted };
       });
+    }
+
+    /**
+     * Where the run of blank (never written) table entries that ends the table starts: `total`
+     * when the last entry is written. Core's backward scan (`loaderx_core::verify`): a header
+     * whose record count is damaged can claim 2^24 records nobody wrote.
+     */
+    async #blankTail(total) {
+      const reader = this.#reader;
+      let from = total;
+      for (let w = wasm.blankScanWindow(from); w; w = wasm.blankScanWindow(from)) {
+        const [lo, hi] = w;
+        let end;
+        try {
+          end = await this.#withTable(() => reader.tableRangesSpan(lo, hi), () => reader.writtenEnd(lo, hi));
+        } catch (e) {
+          // The table cannot be read there: the record loop reports those records.
+          if (!isLoaderxError(e) || e.code !== 'LOADERX_CORRUPT') throw e;
+          return from;
+        }
+        if (end >= 0) return end;
+        from = lo;
+      }
+      return 0;
     }
 
     /**

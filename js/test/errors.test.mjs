@@ -170,6 +170,29 @@ describe('damaged records', () => {
     }
   });
 
+  test('a header counting 2^24 records over a table written for 200: verify reports the blank run once', async () => {
+    const dir = copy('u8img_raw');
+    const claimed = 2 ** 24;
+    const meta = join(dir, 'meta.zr');
+    truncateSync(meta, 16 + 16 * claimed); // the table's full size, as loaderx preallocates it (sparse)
+    const length = Buffer.alloc(4);
+    length.writeUInt32LE(claimed);
+    patch(meta, 12, length); // magic (4), version (2), tail chunk (2), tail offset (4), length (4)
+    const store = await Store.open(dir);
+    try {
+      const seen = [];
+      const report = await store.verify({ onProgress: (done, total) => seen.push([done, total]) });
+      assert.equal(report.ok, false);
+      assert.equal(report.checked, claimed);
+      assert.deepEqual(report.bad.map((b) => [b.index, b.code]), [[200, 'LOADERX_CORRUPT']]);
+      assert.match(report.bad[0].message, /meta\.zr: table entries 200\.\.16777216 are blank .* record count is damaged/);
+      assert.equal(report.unlisted, claimed - 201);
+      assert.deepEqual(seen.at(-1), [claimed, claimed]);
+    } finally {
+      await store.close();
+    }
+  });
+
   test('a truncated chunk file: the records past the cut are LOADERX_CORRUPT, the rest read', async () => {
     const dir = copy('u8img_zstd');
     const { entries } = readTable(dir);
@@ -345,7 +368,7 @@ describe('verify of big records', () => {
       await rejectsWith(store.gatherBytes(range(N)), 'LOADERX_TOO_LARGE');
       const progress = [];
       const report = await store.verify({ onProgress: (d, t) => progress.push([d, t]) });
-      assert.deepEqual(report, { ok: true, checked: N, length: N, bad: [] });
+      assert.deepEqual(report, { ok: true, checked: N, length: N, bad: [], unlisted: 0 });
       assert.deepEqual(progress.at(-1), [N, N]);
     } finally {
       await store.close();

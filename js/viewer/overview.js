@@ -171,12 +171,13 @@ export class Overview {
     try {
       const r = await store.verify({ onProgress: (d, t) => { bar.max = t || 1; bar.value = d; } });
       if (token !== this.token) return;
-      out.dataset.v = r.ok ? 'ok' : `bad:${r.bad.length}`;
+      const badCount = r.bad.length + (r.unlisted ?? 0);
+      out.dataset.v = r.ok ? 'ok' : `bad:${badCount}`;
       if (r.ok) {
         out.replaceChildren(el('span', { class: 'ok' }, `✓ all ${fmtInt(r.checked)} records decode and check out`));
       } else {
         const links = r.bad.slice(0, 12).map((b) => el('a', { href: '#', title: b.message, onclick: (ev) => { ev.preventDefault(); this.hooks.onOpenRecord(b.index); } }, `#${b.index}`));
-        out.replaceChildren(el('span', { class: 'bad-text' }, `✕ ${fmtInt(r.bad.length)} of ${fmtInt(r.checked)} records are bad: `), ...links.flatMap((a, i) => (i ? [', ', a] : [a])), r.bad.length > 12 ? ' …' : '');
+        out.replaceChildren(el('span', { class: 'bad-text' }, `✕ ${fmtInt(badCount)} of ${fmtInt(r.checked)} records are bad: `), ...links.flatMap((a, i) => (i ? [', ', a] : [a])), r.bad.length > 12 ? ' …' : '');
       }
     } catch (e) {
       if (token !== this.token) return;

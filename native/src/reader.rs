@@ -356,11 +356,9 @@ impl Reader {
             start = end;
         }
         if blank_from < total {
-            let why = format!(
-                "{}: table entries {blank_from}..{total} are blank (never written), yet the header counts \
-                 {total} records: the header's record count is damaged",
-                self.at.join(META_FILE).display()
-            );
+            let meta = self.at.join(META_FILE);
+            let why =
+                loaderx_core::verify::blank_tail_problem(&meta.display().to_string(), blank_from, total);
             report.bad.push((blank_from, why));
             report.unlisted = total - blank_from - 1;
             report.checked = total;
@@ -397,17 +395,16 @@ impl Reader {
     }
 
     /// Where the run of blank (never written) table entries that ends the table starts: `length`
-    /// when the last entry is not blank.
+    /// when the last entry is not blank (core's scan, `loaderx_core::verify`).
     fn blank_tail(&self, view: &dyn View, length: u64) -> u64 {
-        const STEP: u64 = 256;
         let mut from = length;
-        while from > 0 {
-            let lo = from.saturating_sub(STEP);
-            let indices: Vec<u64> = (lo..from).collect();
+        while let Some(window) = loaderx_core::verify::scan_window(from) {
+            let indices: Vec<u64> = window.clone().collect();
             let Ok(entries) = self.raw_entries(view, &indices) else { return from };
-            match entries.iter().rposition(|(_, e)| !e.is_blank()) {
-                Some(k) => return lo + k as u64 + 1,
-                None => from = lo,
+            let entries: Vec<RecordLoc> = entries.into_iter().map(|(_, e)| e).collect();
+            match loaderx_core::verify::written_end(window.start, &entries) {
+                Some(end) => return end,
+                None => from = window.start,
             }
         }
         0

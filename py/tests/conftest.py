@@ -247,20 +247,12 @@ def _export_stores(nodeid, tmp_path, out_root):
 
 def pytest_configure(config):
     _require_all.pytest_configure(config)
-    config.addinivalue_line(
-        "markers", "no_export(reason): the test's stores are not exported for the Node suite (LOADERX_EXPORT_STORES)"
-    )
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item, nextitem):
     # Before the fixtures are torn down, so tmp_path is still there.
     tmp_path = getattr(item, "funcargs", {}).get("tmp_path") if EXPORT_DIR else None
-    if tmp_path is not None and item.get_closest_marker("no_export"):
-        # A store the wasm reader cannot check within its suite's budget (see the marker's reason).
-        _note(Path(EXPORT_DIR), nodeid=item.nodeid, reason=f"not exported: {item.get_closest_marker('no_export').args}")
-        _EXPORTED.update(Path(d).resolve() for d, _, files in os.walk(tmp_path) if "meta.zr" in files)
-        tmp_path = None
     if tmp_path is not None:
         try:
             Path(EXPORT_DIR).mkdir(parents=True, exist_ok=True)

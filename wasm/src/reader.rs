@@ -333,6 +333,24 @@ impl Reader {
         Ok(vec![live as f64, logical as f64])
     }
 
+    /// After the table pages of records `start..end` are cached (`tableRangesSpan`): where the
+    /// run of blank (never written) entries that ends the table starts, if this window holds a
+    /// written entry, else -1 (the scan goes on before `start`). Core's scan
+    /// (`loaderx_core::verify`), which `blankScanWindow` steps through.
+    #[wasm_bindgen(js_name = writtenEnd)]
+    pub fn written_end(&self, start: f64, end: f64) -> Result<f64, JsValue> {
+        let len = u64::from(self.header.length);
+        let (start, end) = (size(start, "start")?.min(len), size(end, "end")?.min(len));
+        let entries = (start..end)
+            .map(|i| {
+                self.table
+                    .entry(i)
+                    .ok_or_else(|| argument("table entries not loaded (call tableRangesSpan first)"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(loaderx_core::verify::written_end(start, &entries).map_or(-1.0, |e| e as f64))
+    }
+
     /// Storage usage `{records, liveBytes, logicalBytes, chunkBytes, reclaimable}`, from the
     /// [`entrySums`](Self::entry_sums) of every live record.
     pub fn stats(&self, live_bytes: f64, logical_bytes: f64) -> Result<JsValue, JsValue> {
@@ -507,4 +525,19 @@ fn decode_all(
         let mut decoder = Decoder::new(dict);
         slots.iter().zip(outs).map(|pair| one(&mut decoder, pair)).collect()
     }
+}
+
+/// The next window `[start, end]` of table entries verify's blank-tail scan looks at, when every
+/// entry from `from` on is blank (start with the record count); undefined at the table's start.
+#[wasm_bindgen(js_name = blankScanWindow)]
+pub fn blank_scan_window(from: f64) -> Result<Option<Vec<f64>>, JsValue> {
+    Ok(loaderx_core::verify::scan_window(size(from, "from")?).map(|w| vec![w.start as f64, w.end as f64]))
+}
+
+/// The problem verify reports at record `blank_from` when table entries `blank_from..total` of
+/// `meta` (the `meta.zr` shown) are blank.
+#[wasm_bindgen(js_name = blankTailProblem)]
+pub fn blank_tail_problem(meta: &str, blank_from: f64, total: f64) -> Result<String, JsValue> {
+    let (from, total) = (size(blank_from, "blankFrom")?, size(total, "total")?);
+    Ok(loaderx_core::verify::blank_tail_problem(meta, from, total))
 }
