@@ -8,8 +8,8 @@
 //! * Whole-file replacements (`meta.zr` at creation, `dict.zr`, `schema.msgpack`) are written to
 //!   `<name>.tmp` through the I/O seam, synced, and renamed into place, so the file appears
 //!   whole or not at all. A failed replacement removes its `.tmp` and leaves the old file.
-//! * Nothing read from a file is allocated before its size is checked (`dict.zr` is capped at
-//!   [`MAX_SIDE_BYTES`]).
+//! * Nothing read from a file is allocated before its size is checked: the side files against
+//!   core's caps ([`read_side`]).
 //! * Opening `meta.zr` for writing takes the store's one writer lock ([`Error::Locked`] when
 //!   another handle or process holds it) and validates the header before anything is written.
 
@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use loaderx_core::codec::Dictionary;
 use loaderx_core::format::{Header, CHUNK_SIZE, HEADER_SIZE, META_FULL_SIZE};
-use loaderx_core::open::{self, DICT_FILE, JOURNAL_FILE, MAX_SIDE_BYTES, META_FILE, SCHEMA_FILE};
+use loaderx_core::open::{self, DICT_FILE, JOURNAL_FILE, META_FILE, SCHEMA_FILE};
 use loaderx_core::schema::Schema;
 
 use crate::error::{Error, Result};
@@ -99,24 +99,26 @@ impl Chunk {
     }
 }
 
-/// Loads `dict.zr`; `None` when the store has none.
-pub(crate) fn load_dict(dir: &Path) -> Result<Option<Dictionary>> {
-    let path = dict_path(dir);
+/// The whole of side file `name` (`dict.zr`, `schema.msgpack`, `delete.journal`) in `dir`, its
+/// size checked against core's cap for it before anything is allocated
+/// (`loaderx_core::open::check_side_size`); `None` when there is no such file.
+pub(crate) fn read_side(dir: &Path, name: &str) -> Result<Option<Vec<u8>>> {
+    let path = dir.join(name);
     let file = match File::open(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io("open", &path)(e)),
     };
     let len = file.metadata().map_err(Error::io("stat", &path))?.len();
-    if len > MAX_SIDE_BYTES {
-        return Err(Error::corrupt(
-            &path,
-            format!("{len} bytes is larger than any dictionary loaderx writes"),
-        ));
-    }
+    open::check_side_size(name, len).map_err(|e| Error::classified(dir, e))?;
     let mut bytes = vec![0u8; len as usize];
     io::read_exact_at(&file, &mut bytes, 0, &path)?;
-    Ok(Some(Dictionary::new(bytes)))
+    Ok(Some(bytes))
+}
+
+/// Loads `dict.zr`; `None` when the store has none.
+pub(crate) fn load_dict(dir: &Path) -> Result<Option<Dictionary>> {
+    Ok(read_side(dir, DICT_FILE)?.map(Dictionary::new))
 }
 
 /// Creates an empty store in `dir`: `meta.zr` (written whole, then renamed into place) and `0.zr`.
@@ -170,12 +172,7 @@ pub(crate) fn open_meta_for_writing(dir: &Path) -> Result<(File, MetaMap, Header
 /// A file that is not a well-formed schema map is [`Error::Corrupt`] naming `schema.msgpack`.
 /// The schema's fields are not checked here ([`Schema::validate`] does that).
 pub fn read_schema(dir: &Path) -> Result<Option<Schema>> {
-    let path = dir.join(SCHEMA_FILE);
-    let bytes = match fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io("read", &path)(e)),
-    };
+    let Some(bytes) = read_side(dir, SCHEMA_FILE)? else { return Ok(None) };
     Schema::from_msgpack(&bytes).map(Some).map_err(|e| Error::classified(dir, e))
 }
 
@@ -194,6 +191,23 @@ mod tests {
     use super::*;
     use loaderx_core::error::{Classify, ErrorKind};
     use loaderx_core::schema::Kind;
+
+    #[test]
+    fn side_files_over_their_cap_are_corrupt_before_anything_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [SCHEMA_FILE, DICT_FILE, JOURNAL_FILE] {
+            // Sparse: the size is what is checked, so nothing this big is ever allocated.
+            let file = File::create(dir.path().join(name)).unwrap();
+            file.set_len(open::max_side_bytes(name) + 1).unwrap();
+            let e = read_side(dir.path(), name).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Corrupt, "{name}: {e}");
+            assert_eq!(e.file().and_then(|f| f.file_name()).unwrap(), name, "{e}");
+            file.set_len(3).unwrap();
+            assert_eq!(read_side(dir.path(), name).unwrap().unwrap().len(), 3);
+        }
+        assert!(read_side(dir.path(), "missing").unwrap().is_none());
+        assert!(read_schema(dir.path()).is_err(), "3 zero bytes are not a schema map");
+    }
 
     #[test]
     fn chunk_names() {

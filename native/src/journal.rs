@@ -20,13 +20,12 @@
 //! * A handle that cannot write (locked by a live writer, or read-only) never replays on disk:
 //!   it reads through [`overlay`], the finished deletion in memory.
 
-use std::fs;
 use std::io::ErrorKind;
 use std::path::Path;
 
 use loaderx_core::format::{entry_offset, META_FULL_SIZE};
 use loaderx_core::journal::DeleteJournal;
-use loaderx_core::open::{self, Overlay};
+use loaderx_core::open::{self, Overlay, JOURNAL_FILE};
 
 use crate::error::{Error, Result};
 use crate::files::{self, journal_path, meta_path};
@@ -59,11 +58,7 @@ pub(crate) fn recover_interrupted_delete(dir: &Path) -> Result<bool> {
 /// naming `delete.journal`.
 pub(crate) fn overlay(dir: &Path, table_length: u32) -> Result<Overlay> {
     let path = journal_path(dir);
-    let bytes = match fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Overlay::default()),
-        Err(e) => return Err(Error::io("read", &path)(e)),
-    };
+    let Some(bytes) = files::read_side(dir, JOURNAL_FILE)? else { return Ok(Overlay::default()) };
     match Overlay::parse(&bytes, table_length) {
         Ok(overlay) => Ok(overlay),
         // A live writer finished this delete and changed the table since it was read.
@@ -74,12 +69,7 @@ pub(crate) fn overlay(dir: &Path, table_length: u32) -> Result<Overlay> {
 
 /// Replays `delete.journal`, if there is one, makes the table durable and removes the journal.
 pub(crate) fn finish(dir: &Path, meta: &MetaMap) -> Result<()> {
-    let path = journal_path(dir);
-    let bytes = match fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io("read", &path)(e)),
-    };
+    let Some(bytes) = files::read_side(dir, JOURNAL_FILE)? else { return Ok(()) };
     let journal = DeleteJournal::parse(&bytes).map_err(|e| Error::classified(dir, e))?;
     apply(dir, meta, &journal)?;
     settle(dir, meta)
