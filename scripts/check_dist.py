@@ -236,7 +236,7 @@ def check_npm(path, version):
         inner = json.loads(t.extractfile("package/package.json").read())
     check(inner["version"] == version, "package.json version differs")
     need = [
-        "pkg/web/loaderx_wasm_bg.wasm", "pkg/web/loaderx_wasm.js",
+        "pkg/names.js", "pkg/web/loaderx_wasm_bg.wasm", "pkg/web/loaderx_wasm.js",
         "pkg/threads/loaderx_wasm_bg.wasm", "pkg/threads/loaderx_wasm.js",
         "src/node.js", "src/browser.js", "viewer/index.html",
         "LICENSE-MIT", "LICENSE-APACHE", "README.md",

@@ -20,6 +20,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { serve } from '../scripts/serve.mjs';
 import { redactUrl } from '../src/redact.js';
+import { NAMES } from '../pkg/names.js';
 
 const JS_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const DEFAULT_PORT = 8765;
@@ -54,7 +55,7 @@ function storeDir(arg, what) {
   if (isUrl(arg)) return null;
   const dir = resolve(arg);
   if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new Error(`${what} ${arg} is not a directory`);
-  if (!existsSync(join(dir, 'meta.zr'))) console.warn(`loaderx-view: warning: ${dir} has no meta.zr; the viewer will say so`);
+  if (!existsSync(join(dir, NAMES.meta))) console.warn(`loaderx-view: warning: ${dir} has no ${NAMES.meta}; the viewer will say so`);
   return dir;
 }
 

@@ -8,7 +8,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The files of the wasm build the package imports, by build flavour. */
-const NEEDED = ['pkg/web/loaderx_wasm.js', 'pkg/web/loaderx_wasm_bg.wasm', 'pkg/threads/loaderx_wasm.js', 'pkg/threads/loaderx_wasm_bg.wasm'];
+const NEEDED = ['pkg/names.js', 'pkg/web/loaderx_wasm.js', 'pkg/web/loaderx_wasm_bg.wasm', 'pkg/threads/loaderx_wasm.js', 'pkg/threads/loaderx_wasm_bg.wasm'];
 
 const dir = resolve(process.argv[2] ?? join(dirname(fileURLToPath(import.meta.url)), '..'));
 const problems = [];

@@ -5,6 +5,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { filesPlace, httpPlace, isUrl } from './manifest.js';
+import { NAMES } from '../pkg/names.js';
 
 /**
  * The Place of a manifest at `value`, null for anything else (a store, or what Store.open
@@ -46,7 +47,7 @@ function pathPlace(path, identify, manifestFile) {
   let file;
   try {
     const holds = stat.isDirectory()
-      ? identify('directory', '', existsSync(join(path, 'meta.zr')), existsSync(join(path, manifestFile)))
+      ? identify('directory', '', existsSync(join(path, NAMES.meta)), existsSync(join(path, manifestFile)))
       : identify('file', basename(path), false, false);
     if (holds === 'store') return null;
     file = holds === 'manifestFile' ? path : join(path, manifestFile);

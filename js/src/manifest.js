@@ -18,6 +18,7 @@ import { toIndexArray, verifyOptions } from './args.js';
 import { batches } from './batches.js';
 import { redactUrl } from './redact.js';
 import { HttpSource } from './sources/http.js';
+import { NAMES } from '../pkg/names.js';
 
 /** Stores opened at once. */
 const OPEN_CONCURRENCY = 8;
@@ -304,7 +305,7 @@ const joinRel = (dir, p) => (dir ? `${dir}/${p}` : p);
  * @param {(sub: Map<string, any>, label: string) => unknown} storeOf a store value of a sub-map
  */
 export async function filesPlace(files, label, identify, manifestFile, storeOf) {
-  const holds = tryIdentify(identify, 'directory', '', files.has('meta.zr'), files.has(manifestFile));
+  const holds = tryIdentify(identify, 'directory', '', files.has(NAMES.meta), files.has(manifestFile));
   if (holds !== 'manifestInside') return null;
   const bytes = await bytesOf(files.get(manifestFile));
   return {
@@ -325,8 +326,8 @@ export function pickedFiles(fileList) {
   const files = Array.from(fileList);
   const path = (f) => f.webkitRelativePath || f.relativePath || f.name;
   const depth = (f) => path(f).split('/').length;
-  const manifests = files.filter((f) => f.name === 'manifest.json').sort((a, b) => depth(a) - depth(b));
-  const metas = files.filter((f) => f.name === 'meta.zr').sort((a, b) => depth(a) - depth(b));
+  const manifests = files.filter((f) => f.name === NAMES.manifest).sort((a, b) => depth(a) - depth(b));
+  const metas = files.filter((f) => f.name === NAMES.meta).sort((a, b) => depth(a) - depth(b));
   if (!manifests.length || (metas.length && depth(metas[0]) <= depth(manifests[0]))) return null;
   const dir = dirOf(path(manifests[0]));
   const prefix = dir ? `${dir}/` : '';
@@ -347,7 +348,7 @@ async function bytesOf(v) {
   if (v instanceof Blob) return new Uint8Array(await v.arrayBuffer());
   if (v instanceof ArrayBuffer) return new Uint8Array(v);
   if (ArrayBuffer.isView(v)) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
-  throw loaderxError('LOADERX_ARGUMENT', 'manifest.json is not bytes or a Blob');
+  throw loaderxError('LOADERX_ARGUMENT', `${NAMES.manifest} is not bytes or a Blob`);
 }
 
 /**

@@ -14,6 +14,7 @@ import { asBytes } from './bytes.js';
 import { toIndexArray, verifyOptions, u64 } from './args.js';
 import { batches } from './batches.js';
 import { redactUrl } from './redact.js';
+import { NAMES } from '../pkg/names.js';
 
 /** Decoded bytes per verify step, at most (a single record may exceed it). */
 const VERIFY_BYTES = 64 << 20;
@@ -717,7 +718,7 @@ function usedBytes(fileBytes, { tailChunk, tailOffset, length }) {
   for (const [name, size] of Object.entries(fileBytes)) {
     const chunk = /^(\d+)\.zr$/.exec(name);
     let held = size;
-    if (name === 'meta.zr') held = 16 + 16 * length;
+    if (name === NAMES.meta) held = 16 + 16 * length;
     else if (chunk) held = Number(chunk[1]) < tailChunk ? CHUNK_SIZE : Number(chunk[1]) === tailChunk ? tailOffset : 0;
     used += Math.min(size, held);
   }

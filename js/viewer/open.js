@@ -5,6 +5,7 @@
 import { Store, filesFromDataTransfer, BlobSource } from '../src/browser.js';
 import { redactUrl } from '../src/redact.js';
 import { pickedFiles } from '../src/manifest.js';
+import { NAMES } from '../pkg/names.js';
 
 /**
  * What the viewer opens: a URL, a directory handle, picked files, or the store of a drop.
@@ -84,7 +85,7 @@ export async function openStore(what) {
  */
 async function manifestFiles(handle) {
   const has = async (name) => handle.getFileHandle(name).then(() => true, () => false);
-  if ((await has('meta.zr')) || !(await has('manifest.json'))) return null;
+  if ((await has(NAMES.meta)) || !(await has(NAMES.manifest))) return null;
   const files = new Map();
   const walk = async (/** @type {any} */ dir, /** @type {string} */ prefix) => {
     for await (const entry of dir.values()) {

@@ -3,6 +3,7 @@
 // stores the length of every record as a histogram.
 import { $, el, fmtBytes, fmtInt, fmtShape, fmtNum, fmtStat, yieldToBrowser } from './util.js';
 import { drawHistogram, histogramOf } from './render.js';
+import { NAMES } from '../pkg/names.js';
 
 /** @typedef {import('../src/browser.js').Schema} Schema */
 /** @typedef {import('../src/browser.js').Store} Store */
@@ -49,7 +50,7 @@ const CHUNK_SPAN = 2 ** 32;
  * @param {number} length  records
  */
 export function fileUsed(name, size, chunkBytes, length) {
-  if (name === 'meta.zr') return Math.min(size, 16 + 16 * length);
+  if (name === NAMES.meta) return Math.min(size, 16 + 16 * length);
   const chunk = /^(\d+)\.zr$/.exec(name);
   if (chunk) return Math.min(size, Math.max(0, chunkBytes - Number(chunk[1]) * CHUNK_SPAN));
   return size;

@@ -1,6 +1,7 @@
 // Stores picked in a browser: Files or Blobs by name (from an <input webkitdirectory>, dropped
 // files or a FileSystemDirectoryHandle), read with Blob.slice.
 import { loaderxError } from '../errors.js';
+import { NAMES } from '../../pkg/names.js';
 import { A_BLOB, NamedFileSource } from './named.js';
 
 const parent = (p) => p.slice(0, Math.max(0, p.lastIndexOf('/')));
@@ -23,8 +24,8 @@ export class BlobSource extends NamedFileSource {
   static fromFiles(fileList) {
     const files = Array.from(fileList);
     const path = (f) => f.webkitRelativePath || f.relativePath || f.name;
-    const metas = files.filter((f) => f.name === 'meta.zr').sort((a, b) => path(a).split('/').length - path(b).split('/').length);
-    if (!metas.length) throw loaderxError('LOADERX_NOT_FOUND', 'no meta.zr among the chosen files: pick a store directory');
+    const metas = files.filter((f) => f.name === NAMES.meta).sort((a, b) => path(a).split('/').length - path(b).split('/').length);
+    if (!metas.length) throw loaderxError('LOADERX_NOT_FOUND', `no ${NAMES.meta} among the chosen files: pick a store directory`);
     const dir = parent(path(metas[0]));
     const map = new Map(files.filter((f) => parent(path(f)) === dir).map((f) => [f.name, f]));
     return new BlobSource(map, dir || 'files');

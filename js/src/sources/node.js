@@ -12,6 +12,7 @@ import { MemorySource } from './memory.js';
 import { BlobSource } from './blob.js';
 import { loaderxError, describe } from '../errors.js';
 import { redactUrl } from '../redact.js';
+import { NAMES } from '../../pkg/names.js';
 
 /**
  * A directory path (or file: URL, string or URL), an http(s) URL (string or URL), a source (kept
@@ -38,7 +39,8 @@ export function nodeSource(value, options = {}) {
       return new NodeSource(directory(path, text));
     }
     if (s === 'http' || s === 'https') {
-      if (/\/meta\.zr\/?$/i.test(new URL(text).pathname)) throw metaFile(redactUrl(text));
+      const last = new URL(text).pathname.replace(/\/+$/, '').split('/').pop() ?? '';
+      if (last.toLowerCase() === NAMES.meta) throw metaFile(redactUrl(text));
       const { timeout, signal } = options ?? {};
       return new HttpSource(value, { ...(timeout != null && { timeout }), ...(signal != null && { signal }) });
     }
@@ -72,7 +74,7 @@ function directory(path, shown) {
     // Missing or unreadable: the open says so.
   }
   if (isFile) {
-    if (basename(path) === 'meta.zr') throw metaFile(shown, dirname(path));
+    if (basename(path) === NAMES.meta) throw metaFile(shown, dirname(path));
     throw loaderxError('LOADERX_ARGUMENT', `cannot open a store from ${shown}: it is a file; a store is a directory (the one that holds meta.zr)`);
   }
   return path;
