@@ -4,7 +4,8 @@
 //! Invariant: `reclaimable = chunk_bytes − live_bytes` (saturating), an upper bound on what a
 //! compaction frees; `live_bytes` sums `phys_length` as the reference does.
 
-use crate::format::{Header, RecordLoc};
+use crate::format::{entry_offset, Header, RecordLoc, CHUNK_SIZE};
+use crate::names::{chunk_id, META_FILE};
 
 /// Storage usage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -57,6 +58,26 @@ impl Stats {
     }
 }
 
+/// The bytes of store file `name` (of apparent size `size`) that hold data for a store with
+/// `header`: the header and live table of `meta.zr`, the written part of each chunk file
+/// (whole for chunks before the tail chunk, up to the tail offset in it, none after), all of
+/// any other file. Writers preallocate `meta.zr` and chunks as sparse files, so this, not the
+/// apparent size, is what a store holds; never more than `size`.
+pub fn file_used(name: &str, size: u64, header: &Header) -> u64 {
+    let held = if name == META_FILE {
+        entry_offset(u64::from(header.length))
+    } else if let Some(id) = chunk_id(name) {
+        match id.cmp(&header.tail_chunk) {
+            std::cmp::Ordering::Less => CHUNK_SIZE,
+            std::cmp::Ordering::Equal => u64::from(header.tail_offset),
+            std::cmp::Ordering::Greater => 0,
+        }
+    } else {
+        size
+    };
+    held.min(size)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,5 +88,16 @@ mod tests {
         let loc = |p, l| RecordLoc { phys_length: p, logic_length: l, ..RecordLoc::default() };
         let s = Stats::from_entries(&header, [loc(10, 40), loc(30, 30)]);
         assert_eq!((s.live_bytes, s.logical_bytes, s.chunk_bytes, s.reclaimable), (40, 70, 100, 60));
+    }
+
+    #[test]
+    fn the_bytes_used_of_each_file() {
+        let header = Header { tail_chunk: 1, tail_offset: 100, length: 3, ..Header::EMPTY };
+        assert_eq!(file_used("meta.zr", 1 << 28, &header), 16 + 3 * 16);
+        assert_eq!(file_used("meta.zr", 20, &header), 20, "never more than the file");
+        assert_eq!(file_used("0.zr", 1 << 33, &header), CHUNK_SIZE);
+        assert_eq!(file_used("1.zr", CHUNK_SIZE, &header), 100);
+        assert_eq!(file_used("2.zr", 4096, &header), 0);
+        assert_eq!(file_used("schema.msgpack", 78, &header), 78);
     }
 }

@@ -83,6 +83,9 @@ export interface Stats {
    * file's size). About what the native `loaderx stats` reports as on disk; the figure to show.
    */
   usedBytes: number;
+  /** What each file holds, by name (`<store>/<file>` for a manifest): the live table of meta.zr,
+   *  the written part of each chunk, all of the other files; never more than the file. */
+  usedFileBytes: Record<string, number>;
   /** Apparent size of each file the store has (a missing dict.zr or schema.msgpack is absent). */
   fileBytes: Record<string, number>;
   /** The sum of `fileBytes`: the files' apparent size, which counts the space preallocated

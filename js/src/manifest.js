@@ -251,8 +251,11 @@ export class ManifestStore {
     const sum = (key) => all.reduce((a, s) => a + s[key], 0);
     /** @type {Record<string, number>} */
     const fileBytes = {};
+    /** @type {Record<string, number>} */
+    const usedFileBytes = {};
     all.forEach((s, k) => {
       for (const [name, n] of Object.entries(s.fileBytes)) fileBytes[`${this.stores[k].path}/${name}`] = n;
+      for (const [name, n] of Object.entries(s.usedFileBytes)) usedFileBytes[`${this.stores[k].path}/${name}`] = n;
     });
     const liveBytes = sum('liveBytes');
     const logicalBytes = sum('logicalBytes');
@@ -264,6 +267,7 @@ export class ManifestStore {
       reclaimable: sum('reclaimable'),
       compressionRatio: liveBytes ? logicalBytes / liveBytes : 1,
       usedBytes: sum('usedBytes'),
+      usedFileBytes,
       fileBytes,
       apparentBytes: sum('apparentBytes'),
       hasDict: all.some((s) => s.hasDict),

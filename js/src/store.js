@@ -14,7 +14,6 @@ import { asBytes } from './bytes.js';
 import { toIndexArray, verifyOptions, u64 } from './args.js';
 import { batches } from './batches.js';
 import { redactUrl } from './redact.js';
-import { NAMES } from '../pkg/names.js';
 
 /** Decoded bytes per verify step, at most (a single record may exceed it). */
 const VERIFY_BYTES = 64 << 20;
@@ -82,9 +81,6 @@ function sourceCount(source, name, start, end, n) {
   }
   return n;
 }
-
-/** Apparent size of a preallocated chunk file; a chunk's records end before it. */
-const CHUNK_SIZE = 2 ** 32;
 
 /**
  * LOADERX_IO for a chunk that a source with `sizeWraps` (Blobs) reports as empty while the header
@@ -592,10 +588,11 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
 
     /**
      * Storage usage: `{records, liveBytes, logicalBytes, chunkBytes, reclaimable,
-     * compressionRatio, usedBytes, fileBytes, apparentBytes, hasDict}`. Reads the live table.
-     * `usedBytes` is what the store's files hold (see `usedBytes` below); `apparentBytes` is the
-     * sum of the files' sizes, which counts the unwritten (sparse) space preallocated chunks and
-     * meta.zr reserve.
+     * compressionRatio, usedBytes, usedFileBytes, fileBytes, apparentBytes, hasDict}`. Reads the
+     * live table. `usedFileBytes` is what each file holds (core's rule: the live table of
+     * meta.zr, the written part of each chunk, all of the other files; never more than the
+     * file), `usedBytes` their sum; `apparentBytes` is the sum of the files' sizes, which counts
+     * the unwritten (sparse) space preallocated chunks and meta.zr reserve.
      */
     async stats() {
       return this.#guard('stats', async () => {
@@ -612,10 +609,15 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
         const s = reader.stats(live, logical);
         const fileBytes = { ...this.#info.fileBytes };
         const apparentBytes = Object.values(fileBytes).reduce((a, b) => a + b, 0);
+        // What each file holds, by core's rule (its apparent size counts preallocated space).
+        /** @type {Record<string, number>} */
+        const usedFileBytes = {};
+        for (const [name, size] of Object.entries(fileBytes)) usedFileBytes[name] = reader.fileUsed(name, size);
         return {
           ...s,
           compressionRatio: s.liveBytes ? s.logicalBytes / s.liveBytes : 1,
-          usedBytes: usedBytes(fileBytes, reader.header()),
+          usedBytes: Object.values(usedFileBytes).reduce((a, b) => a + b, 0),
+          usedFileBytes,
           fileBytes,
           apparentBytes,
           hasDict: reader.hasDict,
@@ -705,25 +707,6 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
   return { Store, Sampler, version: wasm.version(), threaded: wasm.isThreaded() };
 }
 
-/**
- * Bytes the store's files hold, whatever their apparent size: meta.zr up to the end of its table
- * (16 + 16 · length), schema.msgpack and dict.zr whole, each chunk file up to the append frontier
- * (the tail chunk up to the tail offset; earlier chunks, which the writer filled before it moved
- * on, whole), each at most the file's size. On a local disk the native `loaderx stats` reports
- * about this as "on disk" (it counts the allocated blocks).
- * @param {Record<string, number>} fileBytes @param {{tailChunk: number, tailOffset: number, length: number}} header
- */
-function usedBytes(fileBytes, { tailChunk, tailOffset, length }) {
-  let used = 0;
-  for (const [name, size] of Object.entries(fileBytes)) {
-    const chunk = /^(\d+)\.zr$/.exec(name);
-    let held = size;
-    if (name === NAMES.meta) held = 16 + 16 * length;
-    else if (chunk) held = Number(chunk[1]) < tailChunk ? CHUNK_SIZE : Number(chunk[1]) === tailChunk ? tailOffset : 0;
-    used += Math.min(size, held);
-  }
-  return used;
-}
 
 /** Only `Store.open` constructs stores. */
 const KEY = Symbol('loaderx store');

@@ -3,7 +3,6 @@
 // stores the length of every record as a histogram.
 import { $, el, fmtBytes, fmtInt, fmtShape, fmtNum, fmtStat, yieldToBrowser } from './util.js';
 import { drawHistogram, histogramOf } from './render.js';
-import { NAMES } from '../pkg/names.js';
 
 /** @typedef {import('../src/browser.js').Schema} Schema */
 /** @typedef {import('../src/browser.js').Store} Store */
@@ -35,25 +34,6 @@ export function lengthUnit(schema) {
   if (!schema) return { unit: 'bytes', per: 1 };
   if (schema.kind !== 'ragged') return null;
   return { unit: schema.itemShape.length ? 'rows' : 'elements', per: schema.itemBytes || 1 };
-}
-
-const CHUNK_SPAN = 2 ** 32;
-
-/**
- * Bytes of a store file in use, from its size: the table part of meta.zr (16 + 16 per record),
- * the written part of a chunk (chunk k holds the bytes of `chunkBytes`, the append frontier,
- * from k·2^32), all of the other files (schema.msgpack, dict.zr, ...). The same count as the
- * native tool's bytes used, without the rounding to disk blocks.
- * @param {string} name
- * @param {number} size  apparent size
- * @param {number} chunkBytes  tail_chunk · 2^32 + tail_offset
- * @param {number} length  records
- */
-export function fileUsed(name, size, chunkBytes, length) {
-  if (name === NAMES.meta) return Math.min(size, 16 + 16 * length);
-  const chunk = /^(\d+)\.zr$/.exec(name);
-  if (chunk) return Math.min(size, Math.max(0, chunkBytes - Number(chunk[1]) * CHUNK_SPAN));
-  return size;
 }
 
 export class Overview {
@@ -120,9 +100,8 @@ export class Overview {
     store.stats().then((st) => {
       if (token !== this.token) return;
       const files = Object.entries(st.fileBytes).filter(([, n]) => n > 0)
-        .map(([f, n]) => /** @type {[string, number, number]} */ ([f, n, fileUsed(f, n, st.chunkBytes, store.length)]));
-      // (stats().usedBytes where the package has it: the same count.)
-      const used = typeof st.usedBytes === 'number' ? st.usedBytes : files.reduce((a, [, , u]) => a + u, 0);
+        .map(([f, n]) => /** @type {[string, number, number]} */ ([f, n, st.usedFileBytes[f] ?? n]));
+      const used = st.usedBytes;
       // Writers preallocate meta.zr (256 MiB) and each chunk (4 GiB) as sparse files: their
       // apparent size says little about the space taken, so the bytes used lead.
       const sparse = st.apparentBytes > used;
