@@ -9,6 +9,12 @@ const bytesOf = (a) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 
 /** Decoded bytes per call at most (the reader caps a call at 512 MiB). */
 const BATCH_BYTES = 64 << 20;
+/**
+ * Records described one by one (lengths, bytes, typed values), at most: the first ones. A store
+ * whose damaged header claims 2^24 records would otherwise cost 256 MiB of table per side;
+ * `get`, `stats` and `verify` still cover the whole store.
+ */
+const DESCRIBED_MAX = 1 << 20;
 
 function errorOf(e) {
   return { error: e?.code ? e.code : `${e?.name || 'Error'} (no code): ${e?.message || e}` };
@@ -89,9 +95,9 @@ export async function describeStore(open, { hashes = subtleHashes } = {}) {
     return { open: errorOf(e) };
   }
   try {
-    const n = store.length;
+    const n = Math.min(store.length, DESCRIBED_MAX);
     const idx = Array.from({ length: n }, (_, k) => k);
-    const out = { length: n, schema: store.schema, header: store.header, hasDict: store.hasDict };
+    const out = { length: store.length, described: n, schema: store.schema, header: store.header, hasDict: store.hasDict };
     out.lengths = await step(async () => Array.from(await store.lengths(idx)));
     const parts = batches(out.lengths, n);
     out.records = await step(async () => {
