@@ -56,14 +56,9 @@ demo-build: setup-demo
 	  CARGO_TARGET_DIR=$(CARGO_OUT)/demo RUSTFLAGS="--cfg loaderx_local_only" VIRTUAL_ENV=$(CURDIR)/.venv \
 	    $(CURDIR)/.venv/bin/maturin develop --release -q -m py/Cargo.toml; fi
 
-## Build the Python extension into .venv (incremental, editable). In CI (LOADERX_CI_PRUNE) it is
-## the release wheel test-wheel tests, built once for both (scripts/ci_wheel.sh).
+## Build the Python extension into .venv (incremental).
 py-build:
-ifdef LOADERX_CI_PRUNE
-	JOBS=$(JOBS) ./scripts/ci_wheel.sh
-else
 	VIRTUAL_ENV=$(CURDIR)/.venv $(CURDIR)/.venv/bin/maturin develop --release -q -m py/Cargo.toml
-endif
 
 ## The wasm reader, plain and threaded, into js/pkg/ (incremental).
 js-build:

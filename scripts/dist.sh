@@ -8,8 +8,7 @@
 #   the sdist, and the npm tarball (`npm pack`).
 # Then scripts/check_dist.py checks every artifact. A failed build fails the script: no
 # platform is claimed that was not built.
-#   DIST_TARGETS="x86_64-unknown-linux-gnu ..." limits the wheels to those targets;
-#   DIST_WHEELS_ONLY=1 builds only the wheels (no sdist, npm tarball or check).
+#   DIST_TARGETS="x86_64-unknown-linux-gnu ..." limits the wheels to those targets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-2}
@@ -71,9 +70,6 @@ for t in $FT_TARGETS; do
   maturin build --release --strip --zig -q -j "$JOBS" -m py/Cargo.toml --target "$t" \
     --compatibility manylinux2014 -i python3.14t -o "$OUT"
 done
-
-# DIST_WHEELS_ONLY=1 stops here (scripts/ci_wheel.sh: CI's extension is the wheel test-wheel tests).
-if [ -n "${DIST_WHEELS_ONLY:-}" ]; then exit 0; fi
 
 echo "dist: sdist"
 maturin sdist -m py/Cargo.toml -o "$OUT"
