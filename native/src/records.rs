@@ -174,8 +174,13 @@ impl Joined {
     }
 
     fn lengths_with(&self, indices: &[u64], layout: Option<Layout>) -> Result<Vec<u32>> {
-        let mut lens = vec![0u32; indices.len()];
-        for part in self.split(indices)? {
+        self.lengths_of(indices.len(), &self.split(indices)?, layout)
+    }
+
+    /// Decoded length of each record of `parts` (a split of `n` indices), in request order.
+    fn lengths_of(&self, n: usize, parts: &[Part], layout: Option<Layout>) -> Result<Vec<u32>> {
+        let mut lens = vec![0u32; n];
+        for part in parts {
             let source = &self.parts[part.store];
             let found = match layout {
                 Some(layout) => source.lengths_fitting(&part.local, layout)?,
@@ -213,10 +218,12 @@ impl Records for Joined {
 
     fn gather(&self, indices: &[u64], dst: &mut [u8], dst_offsets: &[u64]) -> Result<()> {
         check_offsets(indices, dst_offsets)?;
+        let parts = self.split(indices)?;
         // Every record's destination is checked against the others before any part writes.
-        let lens: Vec<u64> = self.lengths(indices)?.into_iter().map(u64::from).collect();
+        let lens: Vec<u64> =
+            self.lengths_of(indices.len(), &parts, None)?.into_iter().map(u64::from).collect();
         split_dst(dst, dst_offsets, &lens)?;
-        for part in self.split(indices)? {
+        for part in parts {
             self.parts[part.store].gather(&part.local, dst, &Self::share(&part, dst_offsets))?;
         }
         Ok(())
