@@ -169,11 +169,6 @@ impl Conversion {
         self.existing.as_ref()
     }
 
-    /// Records appended so far.
-    pub fn written(&self) -> u64 {
-        self.written
-    }
-
     /// Appends the records packed in `src` (record `k` starts at `offsets[k]` and ends where
     /// the next one starts, the last at the end of `src`).
     pub fn append(&mut self, src: &[u8], offsets: &[u64]) -> Result<()> {

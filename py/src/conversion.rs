@@ -69,12 +69,6 @@ impl Conversion {
         self.with(py, |c| c.append(src, offsets))
     }
 
-    /// Records appended so far.
-    #[getter]
-    fn written(&self) -> u64 {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map_or(0, |c| c.written())
-    }
-
     /// Syncs, writes the schema, swaps an overwrite in; returns the records written.
     fn finish(&self, py: Python<'_>) -> PyResult<u64> {
         let conversion = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
