@@ -53,11 +53,6 @@ fn size(x: f64, what: &str) -> Result<u64, JsValue> {
     }
 }
 
-/// A file size from JavaScript (sizes of preallocated chunks pass 2^32).
-fn size_of(x: f64) -> Result<u64, JsValue> {
-    size(x, "size")
-}
-
 fn set(obj: &js_sys::Object, key: &str, value: impl Into<JsValue>) {
     // Defining a property on a plain fresh object cannot fail.
     let _ = js_sys::Reflect::set(obj, &key.into(), &value.into());
@@ -356,12 +351,12 @@ impl Reader {
         Ok(loaderx_core::verify::written_end(start, &entries).map_or(-1.0, |e| e as f64))
     }
 
-    /// The bytes of store file `name`, of apparent size `size`, that hold data (core's rule,
+    /// The bytes of store file `name`, of apparent size `file_size`, that hold data (core's rule,
     /// `loaderx_core::stats::file_used`: the live table of `meta.zr`, the written part of each
     /// chunk, all of any other file).
     #[wasm_bindgen(js_name = fileUsed)]
-    pub fn file_used(&self, name: &str, size: f64) -> Result<f64, JsValue> {
-        Ok(loaderx_core::stats::file_used(name, size_of(size)?, &self.header) as f64)
+    pub fn file_used(&self, name: &str, file_size: f64) -> Result<f64, JsValue> {
+        Ok(loaderx_core::stats::file_used(name, size(file_size, "size")?, &self.header) as f64)
     }
 
     /// Storage usage `{records, liveBytes, logicalBytes, chunkBytes, reclaimable}`, from the
