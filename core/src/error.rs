@@ -113,6 +113,8 @@ pub enum StoreFile {
     Schema,
     /// `delete.journal`.
     Journal,
+    /// `checksums.lx`.
+    Checksums,
 }
 
 /// Where damaged bytes are: a file of the store and, when known, the byte offset in it.
