@@ -51,6 +51,13 @@ pub const SIDECAR_FULL_SIZE: u64 = SIDECAR_HEADER + SLOT_SIZE * MAX_RECORDS;
 /// Bytes of the sidecar a ranged reader fetches and caches at a time: 256 slots.
 pub const SLOT_PAGE: u64 = 256 * SLOT_SIZE;
 
+/// The reserved byte (15) of every table entry a checksum-aware writer writes. The reference
+/// writes 0 there and ignores it on read, and its delete and compact carry it along; so after
+/// the reference's own appends the table can never again equal, byte for byte, a table this
+/// writer sealed, even when the reference deleted records, compacted and appended records of
+/// the same sizes into the same places (the one change the entries' other bytes cannot show).
+pub const ENTRY_MARK: u8 = 1;
+
 /// Where the header checksum starts: it covers every header byte before it.
 const HEADER_SUM_AT: usize = SIDECAR_HEADER as usize - 8;
 /// Header flag: the writer vouches for every covering slot (see [`Standing`]).
@@ -196,6 +203,9 @@ pub struct SidecarHeader {
     pub before: TableState,
     /// The table once the last commit landed.
     pub after: TableState,
+    /// The first entry an append writes, at the old length, before it publishes the new one: an
+    /// append killed after writing it leaves `before` with this as its stale entry.
+    pub pending: [u8; 16],
 }
 
 impl SidecarHeader {
@@ -224,6 +234,7 @@ impl SidecarHeader {
             sealed: flags & FLAG_SEALED != 0,
             before: TableState::read(&bytes[16..16 + TableState::BYTES]),
             after: TableState::read(&bytes[56..56 + TableState::BYTES]),
+            pending: bytes[96..112].try_into().unwrap_or_default(),
         })
     }
 
@@ -237,6 +248,7 @@ impl SidecarHeader {
         out[8..12].copy_from_slice(&flags.to_le_bytes());
         self.before.write(&mut out[16..56]);
         self.after.write(&mut out[56..96]);
+        out[96..112].copy_from_slice(&self.pending);
         let sum = XxHash3_64::oneshot(&out[..HEADER_SUM_AT]);
         out[HEADER_SUM_AT..].copy_from_slice(&sum.to_le_bytes());
         out
@@ -244,11 +256,18 @@ impl SidecarHeader {
 
     /// How a mismatch reads against the table as it is now (`current`).
     pub fn standing(&self, current: &TableState) -> Standing {
-        if self.sealed && (*current == self.after || *current == self.before) {
+        if self.sealed && (*current == self.after || self.is_before(current)) {
             Standing::Sealed
         } else {
             Standing::Changed
         }
+    }
+
+    /// True when `state` is the table before the last commit (its stale entry either the one
+    /// it had or the one the commit began to write).
+    fn is_before(&self, state: &TableState) -> bool {
+        let b = &self.before;
+        state.header == b.header && state.sum == b.sum && (state.stale == b.stale || state.stale == self.pending)
     }
 
     /// The state a writer continues from: the sum it kept, if the table is still in the state
@@ -256,12 +275,13 @@ impl SidecarHeader {
     /// `None` when another writer changed the table since: the new commit cannot be sealed.
     pub fn resume(&self, header: &Header, stale: Option<RecordLoc>) -> Option<TableSum> {
         let now = TableState::new(header, stale, TableSum::default());
-        let same = |s: &TableState| s.header == now.header && s.stale == now.stale;
         if !self.sealed {
             None
-        } else if same(&self.after) {
+        } else if self.after.header == now.header && self.after.stale == now.stale {
             Some(self.after.sum)
-        } else if same(&self.before) {
+        } else if self.before.header == now.header
+            && (self.before.stale == now.stale || self.pending == now.stale)
+        {
             Some(self.before.sum)
         } else {
             None
@@ -522,7 +542,7 @@ pub fn content_digest(
     out
 }
 
-const _: () = assert!(ENTRY_SIZE == 16 && SLOT_SIZE == 24 && 16 + 2 * TableState::BYTES as u64 <= 120);
+const _: () = assert!(ENTRY_SIZE == 16 && SLOT_SIZE == 24 && 16 + 2 * TableState::BYTES as u64 + 16 <= 120);
 
 #[cfg(test)]
 mod tests {
@@ -570,6 +590,7 @@ mod tests {
             sealed: true,
             before: TableState::new(&header(1, 10), None, TableSum(5)),
             after: TableState::new(&header(2, 20), Some(loc(20, 4)), TableSum(9)),
+            pending: loc(10, 10).to_bytes(),
         };
         let bytes = h.to_bytes();
         assert_eq!(SidecarHeader::parse(&bytes), Ok(h));
@@ -600,7 +621,7 @@ mod tests {
     fn standing_is_sealed_only_in_the_states_the_writer_left() {
         let before = TableState::new(&header(1, 10), None, TableSum(5));
         let after = TableState::new(&header(2, 20), None, TableSum(9));
-        let h = SidecarHeader { sealed: true, before, after };
+        let h = SidecarHeader { sealed: true, before, after, pending: loc(10, 2).to_bytes() };
         assert_eq!(h.standing(&after), Standing::Sealed);
         assert_eq!(h.standing(&before), Standing::Sealed);
         let moved = TableState { sum: TableSum(10), ..after };
@@ -611,6 +632,10 @@ mod tests {
         assert_eq!(h.resume(&header(2, 20), None), Some(TableSum(9)));
         assert_eq!(h.resume(&header(1, 10), None), Some(TableSum(5)));
         assert_eq!(h.resume(&header(2, 21), None), None);
+        // An append killed after writing its first entry: `before`, with that entry stale.
+        let killed = TableState { stale: loc(10, 2).to_bytes(), ..before };
+        assert_eq!(h.standing(&killed), Standing::Sealed);
+        assert_eq!(h.resume(&header(1, 10), Some(loc(10, 2))), Some(TableSum(5)));
     }
 
     #[test]

@@ -35,7 +35,7 @@ use crate::read::{ReadError, TableCache};
 use crate::schema::{Schema, SchemaError};
 
 pub use crate::names::{
-    chunk_id, chunk_name, DICT_FILE, JOURNAL_FILE, MANIFEST_FILE, META_FILE, SCHEMA_FILE,
+    chunk_id, chunk_name, CHECKSUM_FILE, DICT_FILE, JOURNAL_FILE, MANIFEST_FILE, META_FILE, SCHEMA_FILE,
 };
 /// The optional files fetched whole at open, after the header.
 pub const SIDE_FILES: [&str; 3] = [SCHEMA_FILE, DICT_FILE, JOURNAL_FILE];
@@ -53,6 +53,7 @@ pub fn store_file(name: &str) -> Option<StoreFile> {
         DICT_FILE => StoreFile::Dict,
         SCHEMA_FILE => StoreFile::Schema,
         JOURNAL_FILE => StoreFile::Journal,
+        CHECKSUM_FILE => StoreFile::Checksums,
         _ => StoreFile::Chunk(chunk_id(name)?),
     })
 }

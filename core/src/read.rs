@@ -61,6 +61,9 @@ pub enum ReadError {
     /// A table read was handed over at an offset that is not a multiple of [`TABLE_PAGE`].
     #[error("table bytes must start at a multiple of {TABLE_PAGE}, not at {start}")]
     Unaligned { start: u64 },
+    /// A record's stored bytes do not hash to the checksum that covers it (`crate::checksum`).
+    #[error("record {index}: checksum mismatch in {chunk}.zr at byte {start} (stored xxh3 {expected:016x}, read {found:016x})")]
+    Checksum { index: u64, chunk: u16, start: u64, expected: u64, found: u64 },
     /// The decoded batch would exceed the caller's memory cap.
     #[error("batch of {bytes} decoded bytes exceeds the {cap}-byte limit; ask for fewer records")]
     TooLarge { bytes: u64, cap: u64 },
@@ -76,7 +79,8 @@ impl Classify for ReadError {
             ReadError::Decode { .. }
             | ReadError::Short { .. }
             | ReadError::ShortTable { .. }
-            | ReadError::Shape(_) => ErrorKind::Corrupt,
+            | ReadError::Shape(_)
+            | ReadError::Checksum { .. } => ErrorKind::Corrupt,
         }
     }
 
@@ -87,6 +91,7 @@ impl Classify for ReadError {
                 Some(Location::at(StoreFile::Chunk(*chunk), *available))
             }
             ReadError::ShortTable { available, .. } => Some(Location::at(StoreFile::Meta, *available)),
+            ReadError::Checksum { chunk, start, .. } => Some(Location::at(StoreFile::Chunk(*chunk), *start)),
             ReadError::Shape(m) => m.location(),
             _ => None,
         }
@@ -95,7 +100,9 @@ impl Classify for ReadError {
     fn index(&self) -> Option<u64> {
         match self {
             ReadError::Format(e) => e.index(),
-            ReadError::Decode { index, .. } | ReadError::Short { index, .. } => Some(*index),
+            ReadError::Decode { index, .. }
+            | ReadError::Short { index, .. }
+            | ReadError::Checksum { index, .. } => Some(*index),
             ReadError::Shape(m) => Some(m.index),
             _ => None,
         }
@@ -383,12 +390,18 @@ pub fn split_outputs<'o>(slots: &[Slot], mut out: &'o mut [u8]) -> Vec<&'o mut [
 
 /// Decodes one slot from the bytes read for its range (`data`, possibly short) into `dst`
 /// (`slot.out` bytes), converting elements when a view is given.
+///
+/// With `expected` (the checksum that covers the record, `crate::checksum`), the stored bytes
+/// are checked first: a compressed record before it is decoded, a raw one as it lands in `dst`
+/// (hashing the copy, which is in cache, costs less than hashing the source first). A mismatch
+/// is [`ReadError::Checksum`]; `dst` may then hold the damaged raw bytes, and the call fails.
 pub fn decode_slot(
     slot: &Slot,
     range: &ReadRange,
     data: &[u8],
     decoder: &mut Decoder<'_>,
     view: Option<&ElementView>,
+    expected: Option<u64>,
     dst: &mut [u8],
 ) -> Result<(), ReadError> {
     let end = slot.at + u64::from(slot.stored);
@@ -399,7 +412,24 @@ pub fn decode_slot(
         end: range.start + end,
         available: range.start + data.len() as u64,
     })?;
+    let check = |bytes: &[u8]| match expected {
+        Some(expected) => {
+            let found = crate::checksum::record_hash(bytes);
+            if found == expected {
+                Ok(())
+            } else {
+                let start = range.start + slot.at;
+                Err(ReadError::Checksum { index: slot.index, chunk: range.chunk, start, expected, found })
+            }
+        }
+        None => Ok(()),
+    };
     let decode_err = |source| ReadError::Decode { index: slot.index, source };
+    if slot.codec == Codec::Raw && view.is_none() {
+        decoder.decode_into(slot.codec, stored, dst).map_err(decode_err)?;
+        return check(dst);
+    }
+    check(stored)?;
     match view {
         Some(v) if v.out_len(slot.logic as usize) != slot.logic as usize => {
             let mut tmp = vec![0u8; slot.logic as usize];
@@ -476,9 +506,9 @@ mod tests {
         let plan = plan_gather(&[(0, loc(0, 10, 20))], &rules(&lens), false).unwrap();
         let mut dst = [0u8; 20];
         let mut dec = Decoder::new(None);
-        let err = decode_slot(&plan.slots[0], &plan.ranges[0], &[1u8; 15], &mut dec, None, &mut dst);
+        let err = decode_slot(&plan.slots[0], &plan.ranges[0], &[1u8; 15], &mut dec, None, None, &mut dst);
         assert!(matches!(err, Err(ReadError::Short { available: 25, .. })));
-        decode_slot(&plan.slots[0], &plan.ranges[0], &[1u8; 20], &mut dec, None, &mut dst).unwrap();
+        decode_slot(&plan.slots[0], &plan.ranges[0], &[1u8; 20], &mut dec, None, None, &mut dst).unwrap();
         assert_eq!(dst, [1u8; 20]);
     }
 

@@ -62,6 +62,10 @@ pub enum Error {
     /// A stored record failed to decode: its bytes start at `offset` of chunk file `file`.
     #[error("record {index}: {source} ({file} at byte {offset})")]
     Decode { index: u64, file: PathBuf, offset: u64, source: CodecError },
+    /// A record's stored bytes do not match the checksum that covers it (`checksums.lx`), in a
+    /// store whose table is as the checksums' writer left it: damage.
+    #[error("record {index}: checksum mismatch in {file} at byte {offset} (checksums.lx says xxh3 {expected:016x}, the bytes hash to {found:016x})")]
+    Checksum { index: u64, file: PathBuf, offset: u64, expected: u64, found: u64 },
     /// Encoding or dictionary training failed.
     #[error(transparent)]
     Codec(#[from] CodecError),
@@ -140,7 +144,7 @@ impl Classify for Error {
             Error::Io { .. } | Error::NotADirectory(_) => ErrorKind::Io,
             Error::NotFound(_) => ErrorKind::NotFound,
             Error::NotAStore { .. } => ErrorKind::NotAStore,
-            Error::Corrupt { .. } | Error::Decode { .. } => ErrorKind::Corrupt,
+            Error::Corrupt { .. } | Error::Decode { .. } | Error::Checksum { .. } => ErrorKind::Corrupt,
             Error::IndexOutOfRange { .. } => ErrorKind::Index,
             Error::RecordSize { .. } | Error::DoesNotFit(_) => ErrorKind::RecordSize,
             Error::BadArgument(_) | Error::Exists(_) => ErrorKind::Argument,
@@ -169,7 +173,9 @@ impl Classify for Error {
 
     fn index(&self) -> Option<u64> {
         match self {
-            Error::IndexOutOfRange { index, .. } | Error::Decode { index, .. } => Some(*index),
+            Error::IndexOutOfRange { index, .. } | Error::Decode { index, .. } | Error::Checksum { index, .. } => {
+                Some(*index)
+            }
             Error::Corrupt { index, .. } => *index,
             Error::DoesNotFit(misfit) => Some(misfit.index),
             // The record's position among those being written (an append's, a conversion's).
@@ -188,7 +194,7 @@ impl Error {
     /// The file holding the damaged bytes, for corrupt-data errors.
     pub fn file(&self) -> Option<&Path> {
         match self {
-            Error::Corrupt { file, .. } | Error::Decode { file, .. } => Some(file),
+            Error::Corrupt { file, .. } | Error::Decode { file, .. } | Error::Checksum { file, .. } => Some(file),
             _ => None,
         }
     }
@@ -197,7 +203,7 @@ impl Error {
     pub fn offset(&self) -> Option<u64> {
         match self {
             Error::Corrupt { offset, .. } => *offset,
-            Error::Decode { offset, .. } => Some(*offset),
+            Error::Decode { offset, .. } | Error::Checksum { offset, .. } => Some(*offset),
             _ => None,
         }
     }

@@ -46,6 +46,7 @@
 
 #[cfg(feature = "remote")]
 mod cache;
+mod checksums;
 #[cfg(feature = "cli")]
 pub mod cli;
 mod conversion;
@@ -81,7 +82,9 @@ pub use location::{check_writable, is_url};
 pub use many::{commit, identify, read_manifest, write_manifest, Found, Many};
 pub use options::{CacheConfig, RemoteOptions};
 pub use records::{packed, Joined, Records};
+pub use loaderx_core::checksum::{Coverage, VerifyMode};
 pub use store::{OpenOptions, Stats, Store, VerifyReport};
+pub use writer::Backfill;
 
 /// The test-only I/O fault seam (see `io.rs`).
 #[cfg(feature = "fault-injection")]

@@ -192,7 +192,7 @@ impl Many {
     /// global index; `progress(done, total)` counts over all stores.
     pub fn verify(&self, mut progress: impl FnMut(u64, u64)) -> VerifyReport {
         let total = self.len();
-        let mut report = VerifyReport { checked: 0, bad: Vec::new(), unlisted: 0 };
+        let mut report = VerifyReport::default();
         for (store, &first) in self.stores.iter().zip(&self.offsets) {
             report.add_part(store.verify(|done, _| progress(first + done, total)), first);
         }

@@ -22,6 +22,9 @@
 
 use std::path::{Path, PathBuf};
 
+use std::collections::HashMap;
+
+use loaderx_core::checksum::{self, Coverage, Standing, TableState, TableSum, Verdict, VerifyMode};
 use loaderx_core::codec::{Decoder, Dictionary};
 use loaderx_core::format::{Header, RecordLoc, MAX_RECORD_LEN};
 use loaderx_core::open::{chunk_name, Overlay, META_FILE};
@@ -31,8 +34,8 @@ use loaderx_core::stats::Stats;
 
 use crate::error::{Error, Result};
 use crate::source::{ChunkSource, Piece, View};
-use crate::sync::atomic::{AtomicBool, Ordering};
-use crate::sync::Arc;
+use crate::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use crate::sync::{self, Arc, Mutex};
 
 /// Below this many bytes a gather runs on the calling thread: the fan-out costs more than it saves.
 const PARALLEL_MIN_BYTES: u64 = 256 << 10;
@@ -58,6 +61,8 @@ pub struct VerifyReport {
     pub bad: Vec<(u64, String)>,
     /// Bad records not listed in `bad`.
     pub unlisted: u64,
+    /// How many records checksums cover and verify (`checksums.lx`).
+    pub coverage: Coverage,
 }
 
 impl VerifyReport {
@@ -67,6 +72,7 @@ impl VerifyReport {
         self.checked += part.checked;
         self.bad.extend(part.bad.into_iter().map(|(i, why)| (first + i, why)));
         self.unlisted += part.unlisted;
+        self.coverage.add(part.coverage);
     }
 }
 
@@ -85,16 +91,25 @@ pub(crate) struct Reader {
     /// Where errors say the store is (a directory, or a URL without its secrets).
     at: PathBuf,
     overlay: Option<Applied>,
+    /// Which reads are checked against `checksums.lx` ([`VerifyMode`], by position in `ALL`).
+    verify: AtomicU8,
+    /// The table header for which a mismatch was found to be no damage (another writer changed
+    /// the table since the checksums were written): reads skip the checks while it stands.
+    changed: Mutex<Option<Header>>,
 }
 
-/// One record of a gather: its slot in the plan and its destination.
+/// One record of a gather: its slot in the plan, its destination, and the checksum that covers
+/// it when it is checked.
 struct Job<'d> {
     slot: Slot,
     dst: &'d mut [u8],
+    expected: Option<u64>,
 }
 
 /// A store's checked share of a gather, fetched and ready to decode.
 pub(crate) struct Planned<'v, 'd> {
+    reader: &'v Reader,
+    view: &'v dyn View,
     at: &'v Path,
     ranges: Vec<ReadRange>,
     pieces: Vec<Piece<'v>>,
@@ -115,7 +130,64 @@ impl Reader {
     pub(crate) fn new(source: Arc<dyn ChunkSource>, overlay: Overlay) -> Reader {
         let at = PathBuf::from(source.shown());
         let overlay = (!overlay.is_empty()).then(|| Applied { overlay, live: AtomicBool::new(true) });
-        Reader { source, at, overlay }
+        let verify = AtomicU8::new(VerifyMode::ALL.iter().position(|&m| m == VerifyMode::default()).unwrap_or(0) as u8);
+        Reader { source, at, overlay, verify, changed: Mutex::new(None) }
+    }
+
+    /// Which reads are checked against the store's checksums.
+    pub(crate) fn verify_mode(&self) -> VerifyMode {
+        VerifyMode::ALL.get(usize::from(self.verify.load(Ordering::Relaxed))).copied().unwrap_or_default()
+    }
+
+    /// Sets which reads are checked.
+    pub(crate) fn set_verify_mode(&self, mode: VerifyMode) {
+        let at = VerifyMode::ALL.iter().position(|&m| m == mode).unwrap_or(0);
+        self.verify.store(at as u8, Ordering::Relaxed);
+    }
+
+    /// True when reads through `view` are checked: the mode asks for it, and the table is not
+    /// one another writer changed since the checksums were written.
+    fn checks(&self, view: &dyn View) -> bool {
+        self.verify_mode().checks(!self.source.in_place())
+            && *sync::lock(&self.changed) != Some(view.header())
+            && matches!(view.sidecar_header(), Some(Ok(_)))
+    }
+
+    /// Whether a checksum mismatch in `view` is damage: the table (the file's, before any
+    /// journal) is in a state the sidecar's writer left ([`loaderx_core::checksum::Standing`]).
+    /// Reads the whole table: it runs only once a mismatch was found.
+    pub(crate) fn standing(&self, view: &dyn View) -> Result<Standing> {
+        const STEP: u64 = 1 << 16;
+        let Some(Ok(head)) = view.sidecar_header() else { return Ok(Standing::Changed) };
+        let header = view.header();
+        let length = u64::from(header.length);
+        let mut sum = TableSum::default();
+        let mut start = 0;
+        while start < length {
+            let indices: Vec<u64> = (start..(start + STEP).min(length)).collect();
+            view.entries(&indices)?.iter().for_each(|(i, loc)| sum.add(*i, loc));
+            start += STEP;
+        }
+        let standing = head.standing(&TableState::new(&header, view.stale_entry()?, sum));
+        if standing == Standing::Changed {
+            *sync::lock(&self.changed) = Some(header);
+        }
+        Ok(standing)
+    }
+
+    /// The checksum covering each planned record of `entries` (request order, strict plan),
+    /// `None` where none does; empty when reads through `view` are not checked.
+    fn expected(&self, view: &dyn View, entries: &[(u64, RecordLoc)], slots: &[Slot]) -> Result<Vec<Option<u64>>> {
+        if !self.checks(view) {
+            return Ok(Vec::new());
+        }
+        let indices: Vec<u64> = slots.iter().map(|s| s.index).collect();
+        let found = view.slots(&indices)?;
+        Ok(entries
+            .iter()
+            .zip(found)
+            .map(|((_, loc), slot)| slot.filter(|s| s.covers(loc)).map(|s| s.hash))
+            .collect())
     }
 
     /// Where errors say the store is.
@@ -259,11 +331,17 @@ impl Reader {
             check_fit(&self.at, slots.iter().map(|s| (s.index, s.logic)), layout)?;
         }
         let lens: Vec<u32> = slots.iter().map(|s| s.logic).collect();
+        let expected = self.expected(view, &entries, &slots)?;
         let dsts = dsts(&lens)?;
         let bytes = lens.iter().map(|&n| u64::from(n)).sum();
         let pieces = view.fetch(&ranges)?;
-        let jobs = slots.into_iter().zip(dsts).map(|(slot, dst)| Job { slot, dst }).collect();
-        Ok(Planned { at: &self.at, ranges, pieces, dict: view.dict(), jobs, bytes })
+        let jobs = slots
+            .into_iter()
+            .zip(dsts)
+            .enumerate()
+            .map(|(k, (slot, dst))| Job { slot, dst, expected: expected.get(k).copied().flatten() })
+            .collect();
+        Ok(Planned { reader: self, view, at: &self.at, ranges, pieces, dict: view.dict(), jobs, bytes })
     }
 
     /// Decodes records `indices` into `dst`, record `k` at byte `dst_offsets[k]`. The
@@ -303,6 +381,42 @@ impl Reader {
         decode_planned(vec![planned])
     }
 
+    /// The digest of the store's content (`loaderx_core::checksum::content_digest`): `None`
+    /// unless checksums cover every live record and the table is as their writer left it.
+    /// Reads the table and the checksums, never a record.
+    pub(crate) fn content_digest(&self) -> Result<Option<String>> {
+        const STEP: u64 = 1 << 16;
+        let view = self.source.view()?;
+        if !matches!(view.sidecar_header(), Some(Ok(_))) {
+            return Ok(None);
+        }
+        let length = self.length_of(&*view);
+        let mut records = Vec::with_capacity(length as usize);
+        let mut start = 0;
+        while start < length {
+            let indices: Vec<u64> = (start..(start + STEP).min(length)).collect();
+            let entries = self.raw_entries(&*view, &indices)?;
+            let slots = view.slots(&indices)?;
+            for ((_, loc), slot) in entries.iter().zip(slots.iter().chain(std::iter::repeat(&None))) {
+                match slot.filter(|s| s.covers(loc)) {
+                    Some(s) => records.push(checksum::Covered {
+                        logic_length: loc.logic_length,
+                        compress: loc.compress,
+                        hash: s.hash,
+                    }),
+                    None => return Ok(None),
+                }
+            }
+            start += STEP;
+        }
+        if self.standing(&*view)? != Standing::Sealed {
+            return Ok(None);
+        }
+        let schema = self.source.schema()?.map(|s| s.to_msgpack());
+        let dict = view.dict().map(|d| d.bytes().to_vec());
+        Ok(Some(checksum::content_digest(schema.as_deref(), dict.as_deref(), records)))
+    }
+
     /// Storage usage, from the whole table.
     pub(crate) fn stats(&self) -> Result<Stats> {
         const STEP: u64 = 1 << 16;
@@ -338,15 +452,16 @@ impl Reader {
         let total = self.length_of(&*view);
         let blank_from = self.blank_tail(&*view, total);
         let mut buf = Vec::new();
+        let mut standing = None;
         let mut start = 0;
         while start < blank_from {
             let end = (start + VERIFY_BLOCK).min(blank_from);
             let indices: Vec<u64> = (start..end).collect();
-            if let Err(e) = self.verify_block(&*view, &indices, &mut buf, &mut report) {
+            if let Err(e) = self.verify_block(&*view, &indices, &mut buf, &mut standing, &mut report) {
                 // The block's table could not be read: each record on its own, to name them.
                 drop(e);
                 for &index in &indices {
-                    if let Err(e) = self.verify_block(&*view, &[index], &mut buf, &mut report) {
+                    if let Err(e) = self.verify_block(&*view, &[index], &mut buf, &mut standing, &mut report) {
                         report.bad.push((index, e.to_string()));
                     }
                 }
@@ -374,6 +489,7 @@ impl Reader {
         view: &dyn View,
         indices: &[u64],
         buf: &mut Vec<u8>,
+        standing: &mut Option<Standing>,
         report: &mut VerifyReport,
     ) -> Result<()> {
         let entries = self.raw_entries(view, indices)?;
@@ -383,9 +499,33 @@ impl Reader {
         let pieces = view.fetch(&plan.ranges)?;
         let mut decoder = Decoder::new(view.dict());
         buf.resize(MAX_RECORD_LEN as usize, 0);
-        for slot in &plan.slots {
+        // Checksums first (over the stored bytes), then the decode check.
+        let found = if matches!(view.sidecar_header(), Some(Ok(_))) {
+            view.slots(&plan.slots.iter().map(|s| s.index).collect::<Vec<_>>())?
+        } else {
+            Vec::new()
+        };
+        let locs: HashMap<u64, RecordLoc> = entries.iter().copied().collect();
+        for (k, slot) in plan.slots.iter().enumerate() {
+            let range = &plan.ranges[slot.range];
+            let stored = pieces[slot.range].get(slot.at as usize..(slot.at + u64::from(slot.stored)) as usize);
+            if let (Some(loc), Some(stored)) = (locs.get(&slot.index), stored) {
+                let covering = found.get(k).copied().flatten();
+                let verdict = checksum::check(covering.as_ref(), loc, stored);
+                if let Verdict::Mismatch { expected, found } = verdict {
+                    if *standing.get_or_insert_with(|| self.standing(view).unwrap_or(Standing::Changed))
+                        == Standing::Sealed
+                    {
+                        let file = self.at.join(chunk_name(range.chunk));
+                        let offset = range.start + slot.at;
+                        let e = Error::Checksum { index: slot.index, file, offset, expected, found };
+                        bad.push((slot.index, e.to_string()));
+                    }
+                }
+                report.coverage.count(verdict, standing.unwrap_or(Standing::Sealed));
+            }
             let dst = &mut buf[..slot.logic as usize];
-            if let Err(e) = decode_one(&self.at, &plan.ranges, &pieces, &mut decoder, slot, dst) {
+            if let Err(e) = decode_one(&self.at, &plan.ranges, &pieces, &mut decoder, slot, None, dst) {
                 bad.push((slot.index, e.to_string()));
             }
         }
@@ -411,18 +551,22 @@ impl Reader {
     }
 }
 
-/// Decodes one slot from its fetched range into `dst`; a decode failure names the chunk file
-/// and the byte the record starts at.
+/// Decodes one slot from its fetched range into `dst`, checking its stored bytes against
+/// `expected` first when given; a failure names the chunk file and the byte the record starts at.
 fn decode_one(
     at: &Path,
     ranges: &[ReadRange],
     pieces: &[Piece<'_>],
     decoder: &mut Decoder<'_>,
     slot: &Slot,
+    expected: Option<u64>,
     dst: &mut [u8],
 ) -> Result<()> {
     let range = &ranges[slot.range];
-    read::decode_slot(slot, range, &pieces[slot.range], decoder, None, dst).map_err(|e| match e {
+    read::decode_slot(slot, range, &pieces[slot.range], decoder, None, expected, dst).map_err(|e| match e {
+        ReadError::Checksum { index, chunk, start, expected, found } => {
+            Error::Checksum { index, file: at.join(chunk_name(chunk)), offset: start, expected, found }
+        }
         ReadError::Decode { index, source } => Error::Decode {
             index,
             file: at.join(chunk_name(range.chunk)),
@@ -436,17 +580,52 @@ fn decode_one(
     })
 }
 
-/// Decodes planned records (of one store or several) into their destinations: on the calling
-/// thread when the batch is small or other gathers already keep every core busy, else in blocks
-/// over the calling thread and this process's rayon pool.
+/// Decodes planned records (of one store or several) into their destinations, checking the
+/// stored bytes of checked records against their checksums.
+///
+/// A checksum mismatch is settled before it is reported: a remote store's bytes are fetched
+/// once more, past any cache (a transfer may have damaged them); if they still do not match,
+/// the mismatch is damage only while the store's table is as the checksums' writer left it
+/// ([`Reader::standing`]); otherwise the store's records are read unchecked. Fetched bytes are
+/// kept in a cache only once every checked record of the call matched.
 pub(crate) fn decode_planned(mut plans: Vec<Planned<'_, '_>>) -> Result<()> {
+    let mut refetched = false;
+    loop {
+        let error = match decode_all(&mut plans) {
+            Ok(()) => {
+                plans.iter().for_each(|p| p.view.settle(true));
+                return Ok(());
+            }
+            Err(e) => e,
+        };
+        plans.iter().for_each(|p| p.view.settle(false));
+        let Error::Checksum { file, .. } = &error else { return Err(error) };
+        let Some(p) = plans.iter_mut().find(|p| file.parent() == Some(p.at)) else { return Err(error) };
+        if !p.reader.source.in_place() && !refetched {
+            refetched = true;
+            p.view.forget(&p.ranges);
+            p.pieces = p.view.fetch(&p.ranges)?;
+            continue;
+        }
+        if p.reader.standing(p.view)? == Standing::Sealed {
+            return Err(error);
+        }
+        p.jobs.iter_mut().for_each(|j| j.expected = None);
+    }
+}
+
+/// One decoding round of [`decode_planned`]: on the calling thread when the batch is small or
+/// other gathers already keep every core busy, else in blocks over the calling thread and this
+/// process's rayon pool.
+fn decode_all(plans: &mut [Planned<'_, '_>]) -> Result<()> {
     let total: u64 = plans.iter().map(|p| p.bytes).sum();
     let records: usize = plans.iter().map(|p| p.jobs.len()).sum();
     let threads = crate::process::threads();
     let run = |(p, jobs): (&Shared<'_, '_>, &mut [Job<'_>])| {
         let mut decoder = Decoder::new(p.dict);
-        jobs.iter_mut()
-            .try_for_each(|job| decode_one(p.at, p.ranges, p.pieces, &mut decoder, &job.slot, job.dst))
+        jobs.iter_mut().try_for_each(|job| {
+            decode_one(p.at, p.ranges, p.pieces, &mut decoder, &job.slot, job.expected, job.dst)
+        })
     };
     // Gathers already running on other threads (a loader's workers) keep the cores busy: then
     // splitting this one only adds switches between threads, so it runs where it was called.

@@ -249,7 +249,7 @@ impl Records for Joined {
 
     fn verify(&self, progress: &mut dyn FnMut(u64, u64)) -> VerifyReport {
         let total = self.len();
-        let mut report = VerifyReport { checked: 0, bad: Vec::new(), unlisted: 0 };
+        let mut report = VerifyReport::default();
         for (part, &first) in self.parts.iter().zip(&self.offsets) {
             report.add_part(part.verify(&mut |done, _| progress(first + done, total)), first);
         }

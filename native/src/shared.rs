@@ -14,7 +14,7 @@
 //!   nothing and would stall every reader for the whole write.
 //! * Chunk maps are read-only and shared as `Arc`s, so replacing one never invalidates a slice a
 //!   running read holds (reads hold the `chunks` guard while they copy anyway).
-//! * Lock order, everywhere: the store's `gate` → its `writer` → `meta` → `chunks` → `dict`.
+//! * Lock order, everywhere: the store's `gate` → its `writer` → `meta` → `chunks` → `dict` → `sidecar`.
 //!   `gate` and `writer` are held across a whole call; guards of the three here are held for
 //!   short sections only, and never while taking `gate` or `writer`.
 
@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use loaderx_core::codec::Dictionary;
 
+use crate::checksums::SidecarMap;
 use crate::files::Chunk;
 use crate::map::MetaMap;
 use crate::sync::{self, Arc, RwLock, RwLockReadGuard};
@@ -38,15 +39,24 @@ pub(crate) struct Shared {
     meta: RwLock<MetaMap>,
     chunks: RwLock<Chunks>,
     dict: RwLock<Option<Arc<Dictionary>>>,
+    /// The map of `checksums.lx`, when the store has one (`checksums.rs`).
+    sidecar: RwLock<Option<Arc<SidecarMap>>>,
 }
 
 impl Shared {
-    pub(crate) fn new(dir: PathBuf, meta: MetaMap, chunks: Chunks, dict: Option<Dictionary>) -> Shared {
+    pub(crate) fn new(
+        dir: PathBuf,
+        meta: MetaMap,
+        chunks: Chunks,
+        dict: Option<Dictionary>,
+        sidecar: Option<SidecarMap>,
+    ) -> Shared {
         Shared {
             dir,
             meta: RwLock::new(meta),
             chunks: RwLock::new(chunks),
             dict: RwLock::new(dict.map(Arc::new)),
+            sidecar: RwLock::new(sidecar.map(Arc::new)),
         }
     }
 
@@ -79,6 +89,16 @@ impl Shared {
     /// Runs `f` with exclusive access to the chunk maps (to add, replace or drop maps).
     pub(crate) fn update_chunks<T>(&self, f: impl FnOnce(&mut Chunks) -> T) -> T {
         f(&mut sync::write(&self.chunks))
+    }
+
+    /// The current map of `checksums.lx`.
+    pub(crate) fn sidecar(&self) -> Option<Arc<SidecarMap>> {
+        sync::read(&self.sidecar).clone()
+    }
+
+    /// Installs the map of a `checksums.lx` the writer created.
+    pub(crate) fn set_sidecar(&self, map: SidecarMap) {
+        *sync::write(&self.sidecar) = Some(Arc::new(map));
     }
 
     /// Installs a dictionary.

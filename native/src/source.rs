@@ -24,6 +24,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use loaderx_core::checksum::{SidecarError, SidecarHeader, Slot};
 use loaderx_core::codec::Dictionary;
 use loaderx_core::format::{Header, RecordLoc};
 use loaderx_core::read::ReadRange;
@@ -104,4 +105,29 @@ pub(crate) trait View: Sync {
 
     /// The bytes of `ranges` (of chunk files), in order; a piece may be short where the file ends.
     fn fetch(&self, ranges: &[ReadRange]) -> Result<Vec<Piece<'_>>>;
+
+    /// The `checksums.lx` header: `None` when the store has no sidecar, an error when it cannot
+    /// be used (every record is uncovered then).
+    fn sidecar_header(&self) -> Option<std::result::Result<SidecarHeader, SidecarError>> {
+        None
+    }
+
+    /// The checksum slots of `indices`, in order, `None` where the sidecar has none (it ends
+    /// first); empty when the store has no sidecar.
+    fn slots(&self, _indices: &[u64]) -> Result<Vec<Option<Slot>>> {
+        Ok(Vec::new())
+    }
+
+    /// The (stale) entry just past the live table, `None` where `meta.zr` ends first or the table
+    /// is full.
+    fn stale_entry(&self) -> Result<Option<RecordLoc>> {
+        Ok(None)
+    }
+
+    /// Says whether the bytes of the last [`View::fetch`] passed their checks: a caching view
+    /// keeps fetched bytes only then.
+    fn settle(&self, _keep: bool) {}
+
+    /// Drops any cached copy of `ranges`, so the next fetch reads them from their origin.
+    fn forget(&self, _ranges: &[ReadRange]) {}
 }

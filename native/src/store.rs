@@ -20,6 +20,7 @@
 use std::fs::{self, File};
 use std::path::Path;
 
+use loaderx_core::checksum::VerifyMode;
 use loaderx_core::format::{Codec, Header, RecordLoc, HEADER_SIZE};
 use loaderx_core::open::{self, Overlay};
 use loaderx_core::plan::{check_indices, record_ranges};
@@ -34,7 +35,7 @@ use crate::reader::{rows_at, Reader};
 use crate::shared::Shared;
 use crate::sources::local::LocalDir;
 use crate::sync::{self, Arc, Mutex};
-use crate::writer::Writer;
+use crate::writer::{Backfill, Writer};
 
 pub use crate::reader::VerifyReport;
 pub use loaderx_core::stats::Stats;
@@ -140,7 +141,8 @@ impl Store {
             .map(|id| Ok(Chunk::open_read(&chunk_path(&dir, id))?.map(Arc::new)))
             .collect::<Result<Vec<_>>>()?;
         let dict = files::load_dict(&dir)?;
-        let local = Arc::new(LocalDir::new(Shared::new(dir, meta, chunks, dict)));
+        let sidecar = crate::checksums::SidecarMap::open(&dir)?;
+        let local = Arc::new(LocalDir::new(Shared::new(dir, meta, chunks, dict, sidecar)));
         let reader = Reader::new(local.clone(), overlay);
         Ok(Store { reader, local: Some(local), writer: Mutex::new(None) })
     }
@@ -267,6 +269,36 @@ impl Store {
     /// Storage usage.
     pub fn stats(&self) -> Result<Stats> {
         self.reader.stats()
+    }
+
+    /// Which reads are checked against the store's checksums (`checksums.lx`).
+    pub fn verify_mode(&self) -> VerifyMode {
+        self.reader.verify_mode()
+    }
+
+    /// Sets which reads are checked: [`VerifyMode::Fetched`] (the default) checks what comes
+    /// over the network, [`VerifyMode::Always`] local reads too.
+    pub fn set_verify_mode(&self, mode: VerifyMode) {
+        self.reader.set_verify_mode(mode)
+    }
+
+    /// The digest of the store's content, from its schema, dictionary, table and checksums
+    /// (no record is read): `None` unless checksums cover every record.
+    pub fn content_digest(&self) -> Result<Option<String>> {
+        self.reader.content_digest()
+    }
+
+    /// Gives every live record that no checksum covers one (`loaderx checksum add`) and seals
+    /// the checksums. A checksum that does not match in a store whose table is as its writer
+    /// left it is damage: it stays, and is listed, unless `adopt` (take the bytes as they are).
+    /// `progress(done, total)` after each block.
+    pub fn add_checksums(&self, adopt: bool, progress: impl FnMut(u64, u64)) -> Result<Backfill> {
+        let local = self.local("add checksums to")?;
+        let _gate = sync::write(&local.gate);
+        self.with_writer(local, |w| {
+            let table = local.checked_table()?;
+            w.add_checksums(&local.shared, &table, adopt, progress)
+        })
     }
 
     /// Runs `f` with this handle's writer, upgrading the handle on its first mutating call (see

@@ -30,20 +30,23 @@
 //!   no reader may read (see `shared.rs`): past the published length (append), or while the
 //!   store's `gate` is held exclusively (delete, compact).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fs::{self, File};
 use std::ops::Range;
 
+use loaderx_core::checksum::{record_hash, Slot, Standing, TableState, TableSum, ENTRY_MARK};
 use loaderx_core::codec::{Dictionary, Encoded, Encoder};
 use loaderx_core::format::{entry_offset, Codec, Header, RecordLoc, CHUNK_SIZE, MAX_RECORDS};
 use loaderx_core::journal::{DeleteJournal, JournalPlanError};
-use loaderx_core::plan::{place_append, plan_compact, write_runs, PlanError};
+use loaderx_core::plan::{delete_swaps, place_append, plan_compact, write_runs, PlanError};
 use rayon::prelude::*;
 
+use crate::checksums::{stale_entry, SidecarMap, SidecarWriter};
 use crate::error::{Error, Result};
 use crate::files::{self, chunk_path, dict_path, meta_path, Chunk};
 use crate::io;
 use crate::journal;
+use crate::map::MetaMap;
 use crate::shared::{set_slot, Chunks, Shared};
 use crate::sync::Arc;
 
@@ -63,6 +66,8 @@ pub(crate) struct Writer {
     /// A delete was applied but its journal could not yet be made durable and removed (an I/O
     /// error); the next mutating call finishes that first.
     journal_pending: bool,
+    /// `checksums.lx`, kept in step with every commit (`checksums.rs`).
+    sidecar: SidecarWriter,
 }
 
 impl Writer {
@@ -73,15 +78,23 @@ impl Writer {
         let (meta_file, map, _) = files::open_meta_for_writing(dir)?;
         journal::finish(dir, &map)?;
         let header = map.header();
+        let (sidecar, created) = SidecarWriter::open(dir, &map)?;
         shared.replace_meta(map);
+        // A new or regrown sidecar: map it again, so readers see every slot.
+        if created || shared.sidecar().is_none_or(|m| !m.is_full()) {
+            if let Some(m) = SidecarMap::open(dir)? {
+                shared.set_sidecar(m);
+            }
+        }
         let chunk_files = shared.update_chunks(|chunks| open_chunks(shared, &header, chunks))?;
         Ok(Writer {
             _meta_file: meta_file,
             chunk_files,
             dirty: BTreeSet::new(),
             synced_length: u64::from(header.length),
-            dir_dirty: false,
+            dir_dirty: created,
             journal_pending: false,
+            sidecar,
         })
     }
 
@@ -139,14 +152,25 @@ impl Writer {
         if codec == Codec::ZstdDict && dict.is_none() {
             return Err(Error::Dictionary("codec zstd_dict needs a dictionary: train one first".into()));
         }
-        let encoded: Vec<Encoded> = ranges
+        // Each record is encoded and its stored bytes hashed in one pass, while they are in cache.
+        let encoded: Vec<(Encoded, u64)> = ranges
             .par_iter()
-            .map_init(|| Encoder::new(dict.as_deref()), |enc, r| enc.encode(&src[r.clone()], codec))
+            .map_init(
+                || Encoder::new(dict.as_deref()),
+                |enc, r| {
+                    let e = enc.encode(&src[r.clone()], codec)?;
+                    let hash = match &e {
+                        Encoded::Raw => record_hash(&src[r.clone()]),
+                        Encoded::Compressed(_, frame) => record_hash(frame),
+                    };
+                    Ok::<_, loaderx_core::codec::CodecError>((e, hash))
+                },
+            )
             .collect::<Result<_, _>>()?;
         let stored: Vec<(Codec, &[u8])> = encoded
             .iter()
             .zip(ranges)
-            .map(|(e, r)| match e {
+            .map(|((e, _), r)| match e {
                 Encoded::Raw => (Codec::Raw, &src[r.clone()]),
                 Encoded::Compressed(c, frame) => (*c, frame.as_slice()),
             })
@@ -184,25 +208,43 @@ impl Writer {
             };
             io::write_all_at(file, bytes, u64::from(offset), &path)
         })?;
-        // 2. Their entries, at indices past the published length, which no reader reads.
-        let meta = shared.meta();
-        for (k, (&(chunk_id, offset), (codec, bytes))) in places.iter().zip(&stored).enumerate() {
-            let loc = RecordLoc {
+        let locs: Vec<RecordLoc> = places
+            .iter()
+            .zip(&stored)
+            .zip(ranges)
+            .map(|((&(chunk_id, offset), (codec, bytes)), r)| RecordLoc {
                 offset,
                 phys_length: bytes.len() as u32,
-                logic_length: ranges[k].len() as u32,
+                logic_length: r.len() as u32,
                 chunk_id,
                 compress: *codec as u8,
-                reserved: 0,
-            };
+                reserved: ENTRY_MARK,
+            })
+            .collect();
+        // 2. Their checksums, then the sidecar header naming the table before and after.
+        let slots: Vec<Slot> = locs.iter().zip(&encoded).map(|(loc, (_, hash))| Slot::new(loc, *hash)).collect();
+        self.sidecar.write_slots(length, &slots)?;
+        let meta = shared.meta();
+        let new_length = length + places.len() as u64;
+        let mut sum = self.sidecar.sum();
+        if let Some(sum) = &mut sum {
+            locs.iter().enumerate().for_each(|(k, loc)| sum.add(length + k as u64, loc));
+        }
+        let after_header =
+            Header { tail_chunk: tail.chunk, tail_offset: tail.offset, length: new_length as u32, ..header };
+        let after_stale = (new_length < MAX_RECORDS).then(|| meta.entry(new_length)).flatten();
+        self.commit_states(&meta, after_header, after_stale, sum, locs[0].to_bytes())?;
+        // 3. Their entries, at indices past the published length, which no reader reads.
+        for (k, loc) in locs.iter().enumerate() {
             let index = length + k as u64;
-            if !meta.set_entry(index, &loc) {
+            if !meta.set_entry(index, loc) {
                 return Err(table_cut_short(shared, index));
             }
         }
-        // 3. The tail, and 4. the length, last.
+        // 4. The tail, and 5. the length, last.
         meta.set_tail(tail);
-        meta.publish_length((length + places.len() as u64) as u32);
+        meta.publish_length(new_length as u32);
+        self.sidecar.set_sum(sum);
         self.dirty.extend(places.iter().map(|&(id, _)| id));
         Ok(length)
     }
@@ -217,8 +259,36 @@ impl Writer {
             unreadable => Error::classified(dir, unreadable),
         })?;
         let Some(journal) = journal else { return Ok(()) };
+        // The checksums move with the entries: each hole gets the slot of the entry that fills it.
+        let sidecar = shared.sidecar();
+        let mut moved: HashMap<u64, Slot> = HashMap::new();
+        for (hole, last) in delete_swaps(length, indices)? {
+            let slot = moved.get(&last).copied().or_else(|| sidecar.as_ref().and_then(|m| m.slot(last)));
+            moved.insert(hole, slot.unwrap_or_default());
+        }
+        let new_length = u64::from(journal.new_length);
+        let mut holes: Vec<(u64, Slot)> = moved.into_iter().filter(|(i, _)| *i < new_length).collect();
+        holes.sort_unstable_by_key(|(i, _)| *i);
+        for (index, slot) in &holes {
+            self.sidecar.write_slots(*index, std::slice::from_ref(slot))?;
+        }
+        let mut sum = self.sidecar.sum();
+        if let Some(sum) = &mut sum {
+            for i in new_length..length {
+                sum.remove(i, &meta.entry(i).unwrap_or_default());
+            }
+            for (i, loc) in &journal.entries {
+                let i = u64::from(*i);
+                sum.remove(i, &meta.entry(i).unwrap_or_default());
+                sum.add(i, loc);
+            }
+        }
+        let after_header = Header { length: journal.new_length, ..meta.header() };
+        let before_stale = stale_entry(&meta).unwrap_or_default().to_bytes();
+        self.commit_states(&meta, after_header, meta.entry(new_length), sum, before_stale)?;
         journal::commit(dir, &journal)?;
         journal::apply(dir, &meta, &journal)?;
+        self.sidecar.set_sum(sum);
         self.journal_pending = true;
         drop(meta);
         self.settle_pending(shared)
@@ -232,6 +302,32 @@ impl Writer {
             PlanError::Overlap { .. } => Error::classified(dir, e),
             other => other.into(),
         })?;
+        // The whole table is at hand: the writer vouches for the slots exactly when the table is
+        // in a state the sidecar names (an earlier change by another writer ends that).
+        let sidecar = shared.sidecar();
+        {
+            let meta = shared.meta();
+            let now = TableState::new(&meta.header(), stale_entry(&meta), TableSum::of(table));
+            let sealed = sidecar.as_ref().and_then(|m| m.header().ok()).map(|h| h.standing(&now));
+            self.sidecar.set_sum((sealed == Some(Standing::Sealed)).then_some(now.sum));
+            // A moved record keeps its checksum under its new entry; a slot that did not cover
+            // it is cleared, so it cannot come to cover the new entry by chance.
+            let mut sum = self.sidecar.sum();
+            for m in &plan.moves {
+                let old = sidecar.as_ref().and_then(|s| s.slot(m.index)).filter(|s| s.covers(&m.from));
+                let slot = old.map(|s| Slot::new(&m.to, s.hash)).unwrap_or_default();
+                self.sidecar.write_slots(m.index, std::slice::from_ref(&slot))?;
+                if let Some(sum) = &mut sum {
+                    sum.remove(m.index, &m.from);
+                    sum.add(m.index, &m.to);
+                }
+            }
+            let header = meta.header();
+            let after_header = Header { tail_chunk: plan.tail.chunk, tail_offset: plan.tail.offset, ..header };
+            let stale = stale_entry(&meta);
+            self.commit_states(&meta, after_header, stale, sum, stale.unwrap_or_default().to_bytes())?;
+            self.sidecar.set_sum(sum);
+        }
         for m in &plan.moves {
             let bytes = read_stored(shared, &m.from)?;
             if m.overlaps {
@@ -274,6 +370,91 @@ impl Writer {
             }
         }
         Ok(())
+    }
+
+    /// Writes the sidecar header for a commit: the table as it is now (with the running sum)
+    /// and as it will be (`after_header`, `after_stale`, `after_sum`); `pending` is the entry the
+    /// commit writes first at the old length. The running sum is the caller's to update once
+    /// the table changed.
+    fn commit_states(
+        &mut self,
+        meta: &MetaMap,
+        after_header: Header,
+        after_stale: Option<RecordLoc>,
+        after_sum: Option<TableSum>,
+        pending: [u8; 16],
+    ) -> Result<()> {
+        let before = self.sidecar.state(meta.header(), stale_entry(meta));
+        let after = TableState::new(&after_header, after_stale, after_sum.unwrap_or_default());
+        self.sidecar.write_header(before, after, pending)
+    }
+
+    /// Covers every live record of `table` (checked entries, index = position) that no checksum
+    /// covers, and seals the sidecar. A covering checksum that does not match is damage while the
+    /// sidecar is sealed: it is kept (reads keep failing on it) and listed, unless `adopt`;
+    /// in a table another writer changed, the record's current bytes are taken as they are.
+    pub(crate) fn add_checksums(
+        &mut self,
+        shared: &Shared,
+        table: &[RecordLoc],
+        adopt: bool,
+        mut progress: impl FnMut(u64, u64),
+    ) -> Result<Backfill> {
+        let sidecar = shared.sidecar();
+        let meta = shared.meta();
+        let now = TableState::new(&meta.header(), stale_entry(&meta), TableSum::of(table));
+        let standing = sidecar.as_ref().and_then(|m| m.header().ok()).map(|h| h.standing(&now));
+        let sealed = standing == Some(Standing::Sealed);
+        // Every entry gets the mark, and its checksum is written for the marked entry; the
+        // table is unsealed until the last entry is marked.
+        let marked: Vec<RecordLoc> = table.iter().map(|l| RecordLoc { reserved: ENTRY_MARK, ..*l }).collect();
+        let after = TableState::new(&meta.header(), stale_entry(&meta), TableSum::of(&marked));
+        self.sidecar.set_sum(None);
+        self.sidecar.write_header(now, after, now.stale)?;
+        let mut report = Backfill::default();
+        let total = table.len() as u64;
+        for (block, locs) in table.chunks(4096).enumerate() {
+            let first = block as u64 * 4096;
+            let hashes: Vec<u64> = locs
+                .par_iter()
+                .map(|loc| read_stored(shared, loc).map(|b| record_hash(&b)))
+                .collect::<Result<_>>()?;
+            for (k, (loc, hash)) in locs.iter().zip(hashes).enumerate() {
+                let index = first + k as u64;
+                let slot = sidecar.as_ref().and_then(|m| m.slot(index)).filter(|s| s.covers(loc));
+                let keep = match slot {
+                    Some(s) if s.hash == hash => {
+                        report.verified += 1;
+                        s.hash
+                    }
+                    Some(s) if sealed && !adopt => {
+                        report.mismatched.push(index);
+                        s.hash
+                    }
+                    Some(_) => {
+                        report.replaced += 1;
+                        hash
+                    }
+                    None => {
+                        report.added += 1;
+                        hash
+                    }
+                };
+                let marked = &marked[index as usize];
+                self.sidecar.write_slots(index, &[Slot::new(marked, keep)])?;
+                if marked != loc && !meta.set_entry(index, marked) {
+                    return Err(table_cut_short(shared, index));
+                }
+            }
+            progress(first + locs.len() as u64, total);
+        }
+        // Entries below the synced length changed: the next sync flushes the whole table.
+        self.synced_length = 0;
+        self.sidecar.set_sum(Some(after.sum));
+        self.sidecar.write_header(after, after, after.stale)?;
+        drop(meta);
+        self.sync(shared)?;
+        Ok(report)
     }
 
     fn write_at(&mut self, shared: &Shared, loc: &RecordLoc, bytes: &[u8]) -> Result<()> {
@@ -324,6 +505,7 @@ impl Writer {
             }
         }
         self.dirty.clear();
+        self.sidecar.sync()?;
         if self.dir_dirty {
             io::sync_dir(dir)?;
             self.dir_dirty = false;
@@ -341,6 +523,20 @@ impl Writer {
         self.synced_length = length;
         Ok(())
     }
+}
+
+/// What `loaderx checksum add` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Backfill {
+    /// Records whose checksum was there and matched.
+    pub verified: u64,
+    /// Records that had none and got one.
+    pub added: u64,
+    /// Records whose checksum no longer matched, in a store another writer changed (or with
+    /// `adopt`), that got one for their current bytes.
+    pub replaced: u64,
+    /// Records whose checksum does not match in a sealed store: damage, left as it is.
+    pub mismatched: Vec<u64>,
 }
 
 /// Opens the chunk files up to the tail for writing, creating a missing tail chunk of an empty

@@ -10,11 +10,13 @@
 
 use std::path::Path;
 
+use loaderx_core::checksum::{SidecarError, SidecarHeader, Slot};
 use loaderx_core::codec::Dictionary;
 use loaderx_core::format::{Header, RecordLoc};
 use loaderx_core::read::{self, PlanRules, ReadRange};
 use loaderx_core::schema::Schema;
 
+use crate::checksums::SidecarMap;
 use crate::error::{Error, Result};
 use crate::shared::{Chunks, Shared};
 use crate::source::{ChunkSource, Piece, View};
@@ -66,6 +68,7 @@ struct LocalView<'s> {
     chunks: RwLockReadGuard<'s, Chunks>,
     lens: Lens,
     dict: Option<Arc<Dictionary>>,
+    sidecar: Option<Arc<SidecarMap>>,
 }
 
 /// The chunk files' sizes of one view, without a heap allocation for the usual few chunks.
@@ -103,7 +106,8 @@ impl ChunkSource for LocalDir {
         let chunks = self.shared.chunks();
         let lens = Lens::of(&chunks);
         let dict = self.shared.dict();
-        Ok(Box::new(LocalView { _gate: gate, dir: self, header, chunks, lens, dict }))
+        let sidecar = self.shared.sidecar();
+        Ok(Box::new(LocalView { _gate: gate, dir: self, header, chunks, lens, dict, sidecar }))
     }
 
     fn in_place(&self) -> bool {
@@ -150,6 +154,21 @@ impl View for LocalView<'_> {
                 meta.entry(index).map(|loc| (index, loc)).ok_or_else(|| Error::entry_past_end(at, index))
             })
             .collect()
+    }
+
+    fn sidecar_header(&self) -> Option<std::result::Result<SidecarHeader, SidecarError>> {
+        self.sidecar.as_ref().map(|m| m.header())
+    }
+
+    fn slots(&self, indices: &[u64]) -> Result<Vec<Option<Slot>>> {
+        Ok(match &self.sidecar {
+            Some(m) => indices.iter().map(|&i| m.slot(i)).collect(),
+            None => Vec::new(),
+        })
+    }
+
+    fn stale_entry(&self) -> Result<Option<RecordLoc>> {
+        Ok(crate::checksums::stale_entry(&self.dir.shared.meta()))
     }
 
     fn fetch(&self, ranges: &[ReadRange]) -> Result<Vec<Piece<'_>>> {
