@@ -64,6 +64,38 @@ pub fn format(data: &[u8]) {
     }
 }
 
+/// `checksums.lx`: the header parser (an accepted header re-encodes to the same bytes), slot
+/// pages cut from arbitrary bytes, and checks of arbitrary slots against arbitrary entries.
+/// Input: the sidecar's bytes behind a 2-byte length, then a stored record's bytes.
+pub fn checksums(data: &[u8]) {
+    use loaderx_core::checksum::{check, SidecarHeader, SlotCache, Verdict, SIDECAR_HEADER};
+    let p = parts(data, 2);
+    let (sidecar, stored) = (p[0], p[1]);
+    if let Ok(header) = SidecarHeader::parse(sidecar) {
+        assert_eq!(&header.to_bytes()[..], &sidecar[..SIDECAR_HEADER as usize], "a parsed header re-encodes");
+    }
+    let mut cache = SlotCache::new(sidecar.len() as u64);
+    let indices = 0..(sidecar.len() as u64 / 24 + 2);
+    for r in cache.missing(indices.clone(), 1 << 16) {
+        let end = (r.end as usize).min(sidecar.len());
+        cache.insert(r.start, &sidecar[(r.start as usize).min(end)..end]);
+    }
+    for i in indices {
+        let slot = cache.slot(i).expect("every page the file holds was cached");
+        // Against its own entry (covered unless blank) and against a table entry read from the
+        // record bytes: a verdict, never a panic, and verified only when the hash matches.
+        let loc = slot.map(|s| RecordLoc::read(&s.entry).unwrap_or_default()).unwrap_or_default();
+        match check(slot.as_ref(), &loc, stored) {
+            Verdict::Verified => assert_eq!(slot.map(|s| s.hash), Some(loaderx_core::checksum::record_hash(stored))),
+            Verdict::Mismatch { expected, found } => assert_ne!(expected, found),
+            Verdict::Uncovered => {}
+        }
+        if let Some(other) = RecordLoc::read(stored) {
+            let _ = check(slot.as_ref(), &other, stored);
+        }
+    }
+}
+
 /// `schema.msgpack` parsing; an accepted schema re-encodes to bytes that parse back equal.
 pub fn schema(data: &[u8]) {
     let Ok(schema) = Schema::from_msgpack(data) else { return };

@@ -42,6 +42,7 @@ fn committed_crashers_replay_cleanly() {
         ("format", replay("format", fuzzing::format)),
         ("schema", replay("schema", fuzzing::schema)),
         ("decode", replay("decode", fuzzing::decode)),
+        ("checksums", replay("checksums", fuzzing::checksums)),
         ("store", replay("store", |data| fuzzing::store(data, &scratch.path().join("s")))),
     ];
     for (target, replayed) in counts {

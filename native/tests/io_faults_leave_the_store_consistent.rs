@@ -14,7 +14,7 @@ use std::path::Path;
 use common::{pack, read_all, record};
 use loaderx_core::schema::Kind as SchemaKind;
 use loaderx_native::faults::{self, Kind};
-use loaderx_native::{read_schema, write_schema, Codec, IoOp, Schema, Store};
+use loaderx_native::{read_schema, write_schema, Codec, IoOp, Schema, Store, VerifyMode};
 
 const SEED: u64 = 0xFA17;
 
@@ -190,6 +190,8 @@ fn check_consistent(dir: &Path, label: &str, before: &[Vec<u8>], after: &[Vec<u8
     let store = Store::open(dir).unwrap_or_else(|e| panic!("{label}: reopen failed: {e}"));
     let report = store.verify(|_, _| {});
     assert!(report.bad.is_empty(), "{label}: verify found {:?}", report.bad);
+    assert_eq!(report.coverage.mismatched, 0, "{label}: {:?}", report.coverage);
+    store.set_verify_mode(VerifyMode::Always);
     let now = read_all(&store);
     assert!(now == before || now == after, "{label}: contents are neither the state before nor after");
     let extra = records(500, 2);
