@@ -19,3 +19,7 @@ def trimmed_files(store):
     for name in ("schema.msgpack", "dict.zr"):
         if (Path(store) / name).is_file():
             yield name, (Path(store) / name).read_bytes()
+    # checksums.lx: a 128-byte header, then 24 bytes per record.
+    if (Path(store) / "checksums.lx").is_file():
+        with open(Path(store) / "checksums.lx", "rb") as f:
+            yield "checksums.lx", f.read(128 + 24 * length)

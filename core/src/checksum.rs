@@ -256,7 +256,16 @@ impl SidecarHeader {
 
     /// How a mismatch reads against the table as it is now (`current`).
     pub fn standing(&self, current: &TableState) -> Standing {
-        if self.sealed && (*current == self.after || self.is_before(current)) {
+        self.standing_with(current, true)
+    }
+
+    /// [`SidecarHeader::standing`] for a table whose stale entry cannot be read (`meta.zr` cut
+    /// to its live table, as uploads cut it) when `stale_known` is false: the stale entries are
+    /// not compared then.
+    pub fn standing_with(&self, current: &TableState, stale_known: bool) -> Standing {
+        let a = &self.after;
+        let after = current.header == a.header && current.sum == a.sum && (!stale_known || current.stale == a.stale);
+        if self.sealed && (after || self.is_before(current, stale_known)) {
             Standing::Sealed
         } else {
             Standing::Changed
@@ -265,9 +274,11 @@ impl SidecarHeader {
 
     /// True when `state` is the table before the last commit (its stale entry either the one
     /// it had or the one the commit began to write).
-    fn is_before(&self, state: &TableState) -> bool {
+    fn is_before(&self, state: &TableState, stale_known: bool) -> bool {
         let b = &self.before;
-        state.header == b.header && state.sum == b.sum && (state.stale == b.stale || state.stale == self.pending)
+        state.header == b.header
+            && state.sum == b.sum
+            && (!stale_known || state.stale == b.stale || state.stale == self.pending)
     }
 
     /// The state a writer continues from: the sum it kept, if the table is still in the state
@@ -542,6 +553,22 @@ pub fn content_digest(
     out
 }
 
+/// The digest of several stores read as one (a manifest, a join), from their content digests
+/// in order.
+pub fn combined_digest<'a>(parts: impl IntoIterator<Item = &'a str>) -> String {
+    let mut h = Sha256::new();
+    h.update(b"loaderx stores v1\0");
+    for part in parts {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    let mut out = String::from("sha256:");
+    for b in h.finalize() {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
 const _: () = assert!(ENTRY_SIZE == 16 && SLOT_SIZE == 24 && 16 + 2 * TableState::BYTES as u64 + 16 <= 120);
 
 #[cfg(test)]
@@ -628,6 +655,8 @@ mod tests {
         assert_eq!(h.standing(&moved), Standing::Changed);
         let stale = TableState { stale: loc(20, 1).to_bytes(), ..after };
         assert_eq!(h.standing(&stale), Standing::Changed);
+        assert_eq!(h.standing_with(&stale, false), Standing::Sealed, "a cut table has no stale entry");
+        assert_eq!(h.standing_with(&moved, false), Standing::Changed);
         assert_eq!(SidecarHeader { sealed: false, ..h }.standing(&after), Standing::Changed);
         assert_eq!(h.resume(&header(2, 20), None), Some(TableSum(9)));
         assert_eq!(h.resume(&header(1, 10), None), Some(TableSum(5)));
@@ -667,6 +696,9 @@ mod tests {
         assert_ne!(d, content_digest(None, None, [r(1), r(2)]));
         assert_ne!(d, content_digest(Some(b"s"), Some(b""), [r(1), r(2)]));
         assert_ne!(d, content_digest(Some(b"s"), None, [r(1)]));
+        let e = content_digest(None, None, [r(3)]);
+        assert_ne!(combined_digest([d.as_str(), e.as_str()]), combined_digest([e.as_str(), d.as_str()]));
+        assert_ne!(combined_digest([d.as_str()]), d);
     }
 
     #[test]

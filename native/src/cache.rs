@@ -86,6 +86,11 @@ impl DiskCache {
         (map.len() as u64 == len).then(|| Bytes::from_owner(map))
     }
 
+    /// Drops a cached block (one whose bytes failed a check), if it is there.
+    pub(crate) fn remove(&self, key: &ObjectKey, block: u64) {
+        let _ = fs::remove_file(self.path(key, block));
+    }
+
     /// Marks a block as recently used (for a block held mapped across calls).
     pub(crate) fn touch(&self, key: &ObjectKey, block: u64) {
         if let Ok(file) = fs::File::options().write(true).open(self.path(key, block)) {

@@ -182,6 +182,19 @@ impl Many {
         &self.offsets
     }
 
+    /// The digest of the stores' content read as one
+    /// (`loaderx_core::checksum::combined_digest`): `None` unless every store has one.
+    pub fn content_digest(&self) -> Result<Option<String>> {
+        let mut parts = Vec::with_capacity(self.stores.len());
+        for store in &self.stores {
+            match store.content_digest()? {
+                Some(d) => parts.push(d),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(loaderx_core::checksum::combined_digest(parts.iter().map(String::as_str))))
+    }
+
     /// The stores' usage, added up (`chunk_bytes` and `reclaimable` are sums over the stores).
     pub fn stats(&self) -> Result<Stats> {
         let all: Vec<Stats> = self.stores.par_iter().map(Store::stats).collect::<Result<_>>()?;
@@ -190,11 +203,17 @@ impl Many {
 
     /// Verifies every store in turn (as [`crate::Store::verify`]), reporting bad records by
     /// global index; `progress(done, total)` counts over all stores.
-    pub fn verify(&self, mut progress: impl FnMut(u64, u64)) -> VerifyReport {
+    pub fn verify(&self, progress: impl FnMut(u64, u64)) -> VerifyReport {
+        self.verify_with(true, progress)
+    }
+
+    /// [`Many::verify`]; unless `deep`, records their checksums verify are not decoded
+    /// ([`Store::verify_with`]).
+    pub fn verify_with(&self, deep: bool, mut progress: impl FnMut(u64, u64)) -> VerifyReport {
         let total = self.len();
         let mut report = VerifyReport::default();
         for (store, &first) in self.stores.iter().zip(&self.offsets) {
-            report.add_part(store.verify(|done, _| progress(first + done, total)), first);
+            report.add_part(store.verify_with(deep, |done, _| progress(first + done, total)), first);
         }
         progress(total, total);
         report

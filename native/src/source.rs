@@ -118,8 +118,8 @@ pub(crate) trait View: Sync {
         Ok(Vec::new())
     }
 
-    /// The (stale) entry just past the live table, `None` where `meta.zr` ends first or the table
-    /// is full.
+    /// The (stale) entry just past the live table; `None` where `meta.zr` ends first or the table
+    /// is full (it is unknown then).
     fn stale_entry(&self) -> Result<Option<RecordLoc>> {
         Ok(None)
     }

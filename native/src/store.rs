@@ -263,7 +263,13 @@ impl Store {
     /// Decodes every record and checks its table entry, bounds and length (see
     /// [`VerifyReport`]). `progress` is called with (records done, total) after each block.
     pub fn verify(&self, progress: impl FnMut(u64, u64)) -> VerifyReport {
-        self.reader.verify(progress)
+        self.reader.verify(true, progress)
+    }
+
+    /// [`Store::verify`], except that unless `deep` a record its checksum covers and matches is
+    /// not decoded (`loaderx verify` without `--deep`).
+    pub fn verify_with(&self, deep: bool, progress: impl FnMut(u64, u64)) -> VerifyReport {
+        self.reader.verify(deep, progress)
     }
 
     /// Storage usage.

@@ -41,6 +41,22 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+enum ChecksumAction {
+    /// Give every record that has none a checksum (a store written by the reference or an older
+    /// loaderx, or changed by them), and make the store's checksums vouch for it again.
+    Add {
+        store: PathBuf,
+        /// Take records whose checksum does not match as they are now, instead of reporting
+        /// them as damaged (exit code 1) and leaving their checksum in place.
+        #[arg(long)]
+        adopt: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
 enum Command {
     /// Schema, length, codecs and sizes of a store (or a manifest's stores).
     Info {
@@ -57,15 +73,24 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Decode every record and report the ones that fail (exit code 1 if any).
+    /// Check every record and report the ones that fail (exit code 1 if any): its checksum
+    /// where one covers it (checksums.lx), else by decoding it.
     Verify {
         store: PathBuf,
+        /// Decode every record too, whether or not a checksum vouched for it.
+        #[arg(long)]
+        deep: bool,
         /// Bad records listed; the rest are counted.
         #[arg(long, default_value_t = 20)]
         show: usize,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// Per-record checksums (checksums.lx).
+    Checksum {
+        #[command(subcommand)]
+        action: ChecksumAction,
     },
     /// Repack live records to the front and free the space deleted records held (one store).
     Compact {
@@ -195,7 +220,8 @@ where
     let result = match cli.command {
         Command::Info { store, json } => info(&store, json),
         Command::Stats { store, json } => stats(&store, json),
-        Command::Verify { store, show, json } => verify(&store, show, json),
+        Command::Verify { store, deep, show, json } => verify(&store, deep, show, json),
+        Command::Checksum { action: ChecksumAction::Add { store, adopt, json } } => checksum_add(&store, adopt, json),
         Command::Compact { store, json } => compact(&store, json),
         Command::Head { store, count, values, json } => head(&store, count, values, json),
         Command::Cat { store, indices, values, raw, json } => cat(&store, &indices, values, raw, json),
@@ -273,6 +299,7 @@ fn info(path: &Path, as_json: bool) -> Result<u8, Fail> {
     let dicts: Vec<usize> = store.stores().iter().filter_map(|s| s.dict_bytes()).map(|d| d.len()).collect();
     let dict_bytes = (!dicts.is_empty()).then(|| dicts.iter().sum::<usize>());
     let listing = listing_json(&store);
+    let digest = store.content_digest().map_err(Fail::store)?;
     let report = json!({
         "path": shown(path),
         "length": store.len(),
@@ -286,6 +313,7 @@ fn info(path: &Path, as_json: bool) -> Result<u8, Fail> {
         "dict_bytes": dict_bytes,
         "schema": schema,
         "stores": listing,
+        "digest": digest,
     });
     if as_json {
         print_json(&report);
@@ -319,6 +347,10 @@ fn info(path: &Path, as_json: bool) -> Result<u8, Fail> {
     match dict_bytes {
         Some(d) => println!("dictionary   {d} bytes"),
         None => println!("dictionary   none"),
+    }
+    match &digest {
+        Some(d) => println!("digest       {d}"),
+        None => println!("digest       none (not every record has a checksum: loaderx checksum add)"),
     }
     Ok(0)
 }
@@ -401,17 +433,24 @@ fn stored_as(codec: &str, [raw, zstd, dict]: [u64; 3]) -> String {
     }
 }
 
-fn verify(path: &Path, show: usize, as_json: bool) -> Result<u8, Fail> {
+fn verify(path: &Path, deep: bool, show: usize, as_json: bool) -> Result<u8, Fail> {
     let store = open(path)?;
     let bar = progress(store.len(), as_json, "verifying");
-    let report = store.verify(|done, _| bar.set_position(done));
+    let report = store.verify(deep, |done, _| bar.set_position(done));
     bar.finish_and_clear();
     let bad_count = report.bad.len() as u64 + report.unlisted;
     let listed = &report.bad[..report.bad.len().min(show)];
     let more = bad_count - listed.len() as u64;
+    let c = report.coverage;
     if as_json {
         let bad: Vec<_> = listed.iter().map(|(i, why)| json!({"index": i, "error": redact(why)})).collect();
-        print_json(&json!({"checked": report.checked, "bad_count": bad_count, "bad": bad}));
+        print_json(&json!({
+            "checked": report.checked, "deep": deep, "bad_count": bad_count, "bad": bad,
+            "checksums": {
+                "verified": c.verified, "mismatched": c.mismatched,
+                "uncovered": c.uncovered, "unverified": c.unverified,
+            },
+        }));
     } else {
         let mut out = std::io::stdout().lock();
         for (index, why) in listed {
@@ -421,8 +460,69 @@ fn verify(path: &Path, show: usize, as_json: bool) -> Result<u8, Fail> {
             let _ = writeln!(out, "… and {more} more bad records (--show N lists more)");
         }
         let _ = writeln!(out, "{} records checked, {bad_count} bad", report.checked);
+        let _ = writeln!(out, "checksums: {}", coverage_text(&c));
     }
     Ok(if bad_count == 0 { 0 } else { 1 })
+}
+
+/// How many records checksums verified, and how many they do not vouch for, and why.
+fn coverage_text(c: &crate::Coverage) -> String {
+    let mut text = format!("{} verified, {} mismatched", c.verified, c.mismatched);
+    if c.uncovered > 0 {
+        text.push_str(&format!(", {} without a checksum (loaderx checksum add covers them)", c.uncovered));
+    }
+    if c.unverified > 0 {
+        text.push_str(&format!(
+            ", {} unverified (the table changed since their checksums were written, by another \
+             writer such as loaderx 0.9.11; loaderx checksum add checks them again)",
+            c.unverified
+        ));
+    }
+    text
+}
+
+fn checksum_add(path: &Path, adopt: bool, as_json: bool) -> Result<u8, Fail> {
+    writable(path)?;
+    let store = match open(path)? {
+        Source::One(store) => store,
+        Source::Many(m) => {
+            return Err(Fail::Usage(format!(
+                "{} is a manifest; checksum add works on one store: run it on each of its {} stores",
+                shown(path),
+                m.stores().len()
+            )))
+        }
+    };
+    let bar = progress(store.len(), as_json, "checksumming");
+    let fill = store.add_checksums(adopt, |done, _| bar.set_position(done)).map_err(Fail::store)?;
+    bar.finish_and_clear();
+    let digest = store.content_digest().map_err(Fail::store)?;
+    if as_json {
+        print_json(&json!({
+            "verified": fill.verified, "added": fill.added, "replaced": fill.replaced,
+            "mismatched": fill.mismatched, "digest": digest,
+        }));
+    } else {
+        println!(
+            "{} records: {} already verified, {} checksums added, {} replaced",
+            store.len(),
+            fill.verified,
+            fill.added,
+            fill.replaced
+        );
+        if !fill.mismatched.is_empty() {
+            let shown: Vec<String> = fill.mismatched.iter().take(20).map(u64::to_string).collect();
+            println!(
+                "{} records do not match their checksum (damaged; --adopt takes them as they are): {}",
+                fill.mismatched.len(),
+                shown.join(", ")
+            );
+        }
+        if let Some(d) = &digest {
+            println!("digest       {d}");
+        }
+    }
+    Ok(if fill.mismatched.is_empty() { 0 } else { 1 })
 }
 
 fn compact(path: &Path, as_json: bool) -> Result<u8, Fail> {

@@ -67,10 +67,19 @@ impl Source {
         }
     }
 
-    pub(crate) fn verify(&self, progress: impl FnMut(u64, u64)) -> VerifyReport {
+    pub(crate) fn verify(&self, deep: bool, progress: impl FnMut(u64, u64)) -> VerifyReport {
         match self {
-            Source::One(s) => s.verify(progress),
-            Source::Many(m) => m.verify(progress),
+            Source::One(s) => s.verify_with(deep, progress),
+            Source::Many(m) => m.verify_with(deep, progress),
+        }
+    }
+
+    /// The content digest: one store's, or a manifest's over its stores' digests in order
+    /// (`None` unless every store has one).
+    pub(crate) fn content_digest(&self) -> Result<Option<String>> {
+        match self {
+            Source::One(s) => s.content_digest(),
+            Source::Many(m) => m.content_digest(),
         }
     }
 

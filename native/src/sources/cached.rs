@@ -9,6 +9,9 @@
 //! source's.
 //!
 //! Invariants:
+//! * Fetched blocks enter the cache only once the call that fetched them settled its bytes as
+//!   good (`View::settle`: every checked record matched its checksum), or ended without a check
+//!   failing; [`View::forget`] drops blocks whose bytes failed, so they are fetched again.
 //! * A block's identity is its object's (URL, version, size: [`ChunkSource::cache_identity`]), so
 //!   a store replaced remotely never reads the old version's blocks.
 //! * A range past the object's end comes back short, as a direct read would.
@@ -18,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use loaderx_core::checksum::{SidecarError, SidecarHeader, Slot};
 use loaderx_core::codec::Dictionary;
 use loaderx_core::format::{Header, RecordLoc};
 use loaderx_core::read::ReadRange;
@@ -70,7 +74,7 @@ impl CachedSource {
 
 impl ChunkSource for CachedSource {
     fn view(&self) -> Result<Box<dyn View + '_>> {
-        Ok(Box::new(CachedView { src: self, inner: self.inner.view()? }))
+        Ok(Box::new(CachedView { src: self, inner: self.inner.view()?, pending: Mutex::new(Vec::new()) }))
     }
 
     fn in_place(&self) -> bool {
@@ -106,11 +110,78 @@ impl ChunkSource for CachedSource {
 struct CachedView<'s> {
     src: &'s CachedSource,
     inner: Box<dyn View + 's>,
+    /// Blocks fetched by this view and not stored yet: they go into the cache once the reader
+    /// settles them as good ([`View::settle`]), or when the view ends unsettled.
+    pending: Mutex<Vec<((u16, u64), Bytes)>>,
+}
+
+impl CachedView<'_> {
+    /// Stores the pending blocks in the cache and maps them for later calls.
+    fn store_pending(&self) {
+        let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        if pending.is_empty() {
+            return;
+        }
+        let src = self.src;
+        let mut mapped = src.mapped.lock().unwrap_or_else(|e| e.into_inner());
+        for ((chunk, b), bytes) in pending {
+            let key = src.key(chunk, self.size(chunk));
+            src.cache.put(&key, b, &bytes);
+            if let Some(m) = src.cache.map(&key, b, bytes.len() as u64) {
+                CachedSource::remember(&mut mapped, (chunk, b), m);
+            }
+        }
+        drop(mapped);
+        src.cache.evict();
+    }
+
+    fn size(&self, chunk: u16) -> u64 {
+        self.chunk_lens().get(usize::from(chunk)).copied().flatten().unwrap_or(0)
+    }
+}
+
+impl Drop for CachedView<'_> {
+    fn drop(&mut self) {
+        self.store_pending();
+    }
 }
 
 impl View for CachedView<'_> {
     fn header(&self) -> Header {
         self.inner.header()
+    }
+
+    fn sidecar_header(&self) -> Option<std::result::Result<SidecarHeader, SidecarError>> {
+        self.inner.sidecar_header()
+    }
+
+    fn slots(&self, indices: &[u64]) -> Result<Vec<Option<Slot>>> {
+        self.inner.slots(indices)
+    }
+
+    fn stale_entry(&self) -> Result<Option<RecordLoc>> {
+        self.inner.stale_entry()
+    }
+
+    fn settle(&self, keep: bool) {
+        if keep {
+            self.store_pending();
+        } else {
+            self.pending.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        }
+    }
+
+    /// Drops the blocks under `ranges` from the cache and from this source's maps, so the next
+    /// fetch goes to the origin.
+    fn forget(&self, ranges: &[ReadRange]) {
+        let src = self.src;
+        let mut mapped = src.mapped.lock().unwrap_or_else(|e| e.into_inner());
+        for r in ranges.iter().filter(|r| r.end > r.start) {
+            for b in r.start / BLOCK..=(r.end - 1) / BLOCK {
+                mapped.remove(&(r.chunk, b));
+                src.cache.remove(&src.key(r.chunk, self.size(r.chunk)), b);
+            }
+        }
     }
 
     fn chunk_lens(&self) -> &[Option<u64>] {
@@ -194,26 +265,17 @@ impl View for CachedView<'_> {
                     Piece::Borrowed(b) => Bytes::copy_from_slice(b),
                 }));
             }
-            let mut mapped = src.mapped.lock().unwrap_or_else(|e| e.into_inner());
+            // Served from the fetched copy now; stored in the cache once settled as good.
+            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
             for (&(chunk, first, n), bytes) in runs.iter().zip(got) {
                 for b in first..first + n {
                     let from = ((b - first) * BLOCK) as usize;
                     let piece = bytes
                         .slice(from.min(bytes.len())..(from + block_len(chunk, b) as usize).min(bytes.len()));
-                    let key = src.key(chunk, size(chunk));
-                    src.cache.put(&key, b, &piece);
-                    // Served from the page cache from now on; the fetched copy if storing failed.
-                    let bytes = match src.cache.map(&key, b, piece.len() as u64) {
-                        Some(m) => {
-                            CachedSource::remember(&mut mapped, (chunk, b), m.clone());
-                            m
-                        }
-                        None => piece,
-                    };
-                    blocks.insert((chunk, b), bytes);
+                    pending.push(((chunk, b), piece.clone()));
+                    blocks.insert((chunk, b), piece);
                 }
             }
-            src.cache.evict();
         }
         Ok(clipped
             .iter()

@@ -23,10 +23,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
+use loaderx_core::checksum::{SidecarError, SidecarHeader, Slot, SlotCache, SIDECAR_HEADER};
 use loaderx_core::codec::Dictionary;
-use loaderx_core::format::{Header, RecordLoc, HEADER_SIZE, MAX_CHUNKS};
-use loaderx_core::open::{self, Fetched, Overlay, DICT_FILE, JOURNAL_FILE, META_FILE, SCHEMA_FILE};
-use loaderx_core::read::{ReadRange, TableCache};
+use loaderx_core::format::{entry_offset, Header, RecordLoc, ENTRY_SIZE, HEADER_SIZE, MAX_CHUNKS, MAX_RECORDS};
+use loaderx_core::open::{
+    self, Fetched, Overlay, CHECKSUM_FILE, DICT_FILE, JOURNAL_FILE, META_FILE, SCHEMA_FILE,
+};
+use loaderx_core::read::{ReadRange, TableCache, MAX_RANGE};
 use loaderx_core::schema::Schema;
 use loaderx_core::url::redact;
 use object_store::path::Path as ObjectPath;
@@ -290,6 +293,19 @@ pub(crate) struct ObjectSource {
     /// remotely is an error, never a mix of old and new bytes.
     etags: BTreeMap<String, Option<String>>,
     table: Mutex<TableCache>,
+    /// `meta.zr`'s size: whether the entry past the live table can be read.
+    meta_len: u64,
+    /// `checksums.lx`, when the store has one.
+    sidecar: Option<RemoteSidecar>,
+    /// The entry past the live table, once read (`None` inside: the file ends first).
+    stale: std::sync::OnceLock<Option<RecordLoc>>,
+}
+
+/// A remote store's `checksums.lx`: its header, read at open, and the slot pages read since.
+#[derive(Debug)]
+struct RemoteSidecar {
+    header: std::result::Result<SidecarHeader, SidecarError>,
+    slots: Mutex<SlotCache>,
 }
 
 impl std::fmt::Debug for ObjectSource {
@@ -387,12 +403,28 @@ async fn open_async(
             }
         }
     });
-    let (schema, dict, journal, chunk_lens) = futures::join!(
+    // The sidecar's size, version and header: the slots are read by range as records are.
+    let sidecar = async {
+        let path = prefix.clone().join(CHECKSUM_FILE);
+        let found = match store.head(&path).await {
+            Ok(m) => m,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let head = match found.size.min(SIDECAR_HEADER) {
+            0 => Bytes::new(),
+            n => store.get_range(&path, 0..n).await?,
+        };
+        Ok(Some((found.size, found.e_tag, head)))
+    };
+    let (schema, dict, journal, chunk_lens, sidecar) = futures::join!(
         optional(SCHEMA_FILE),
         optional(DICT_FILE),
         optional(JOURNAL_FILE),
-        futures::future::join_all(sizes)
+        futures::future::join_all(sizes),
+        sidecar
     );
+    let sidecar = sidecar.map_err(remote)?;
     let chunks = chunk_lens.into_iter().collect::<std::result::Result<Vec<_>, _>>().map_err(remote)?;
     let mut etags = BTreeMap::from([(META_FILE.to_owned(), meta.e_tag.clone())]);
     for (id, found) in chunks.iter().enumerate() {
@@ -400,6 +432,10 @@ async fn open_async(
             etags.insert(open::chunk_name(id as u16), etag.clone());
         }
     }
+    let sidecar = sidecar.map(|(len, etag, head)| {
+        etags.insert(CHECKSUM_FILE.to_owned(), etag);
+        RemoteSidecar { header: SidecarHeader::parse(&head), slots: Mutex::new(SlotCache::new(len)) }
+    });
     let bytes = |got: std::result::Result<Option<Bytes>, _>| got.map(|b| b.map(|b: Bytes| b.to_vec()));
     let fetched = Fetched {
         schema: bytes(schema).map_err(remote)?,
@@ -423,6 +459,9 @@ async fn open_async(
         chunk_lens: view.chunk_lens,
         etags,
         table: Mutex::new(TableCache::new(u64::from(view.table_length))),
+        meta_len: meta.size,
+        sidecar,
+        stale: std::sync::OnceLock::new(),
     };
     Ok((source, view.overlay))
 }
@@ -528,6 +567,41 @@ impl View for ObjectView<'_> {
             .iter()
             .map(|&i| table.entry(i).map(|loc| (i, loc)).ok_or_else(|| Error::entry_past_end(at, i)))
             .collect()
+    }
+
+    fn sidecar_header(&self) -> Option<std::result::Result<SidecarHeader, SidecarError>> {
+        self.0.sidecar.as_ref().map(|s| s.header.clone())
+    }
+
+    /// Fetches the sidecar pages the slots need that are not cached yet (one round of requests).
+    fn slots(&self, indices: &[u64]) -> Result<Vec<Option<Slot>>> {
+        let src = self.0;
+        let Some(sidecar) = &src.sidecar else { return Ok(Vec::new()) };
+        let missing = sidecar.slots.lock().unwrap_or_else(|e| e.into_inner()).missing(indices.iter().copied(), MAX_RANGE);
+        if !missing.is_empty() {
+            let pages = src.block(src.ranges(CHECKSUM_FILE, &missing))?;
+            let mut cache = sidecar.slots.lock().unwrap_or_else(|e| e.into_inner());
+            for (range, bytes) in missing.iter().zip(pages) {
+                cache.insert(range.start, &bytes);
+            }
+        }
+        let cache = sidecar.slots.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(indices.iter().map(|&i| cache.slot(i).flatten()).collect())
+    }
+
+    fn stale_entry(&self) -> Result<Option<RecordLoc>> {
+        let src = self.0;
+        if let Some(stale) = src.stale.get() {
+            return Ok(*stale);
+        }
+        let at = entry_offset(u64::from(src.header.length));
+        let stale = if at + ENTRY_SIZE <= src.meta_len && u64::from(src.header.length) < MAX_RECORDS {
+            let bytes = src.block(src.get_range(META_FILE.to_owned(), at..at + ENTRY_SIZE))?;
+            RecordLoc::read(&bytes)
+        } else {
+            None
+        };
+        Ok(*src.stale.get_or_init(|| stale))
     }
 
     /// All ranges at once, concurrently.
