@@ -182,6 +182,11 @@ impl Many {
         &self.offsets
     }
 
+    /// Sets which reads of every store are checked against its checksums.
+    pub fn set_verify_mode(&self, mode: crate::VerifyMode) {
+        self.stores.iter().for_each(|s| s.set_verify_mode(mode));
+    }
+
     /// The digest of the stores' content read as one
     /// (`loaderx_core::checksum::combined_digest`): `None` unless every store has one.
     pub fn content_digest(&self) -> Result<Option<String>> {

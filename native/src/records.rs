@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use loaderx_core::checksum::VerifyMode;
 use loaderx_core::manifest::{split, Part};
 use loaderx_core::plan::check_indices;
 use loaderx_core::schema::{Layout, Schema};
@@ -60,7 +61,18 @@ pub trait Records: Send + Sync + std::fmt::Debug {
     fn stats(&self) -> Result<Stats>;
 
     /// Decodes every record and reports the bad ones; `progress(done, total)` after each block.
-    fn verify(&self, progress: &mut dyn FnMut(u64, u64)) -> VerifyReport;
+    fn verify(&self, progress: &mut dyn FnMut(u64, u64)) -> VerifyReport {
+        self.verify_with(true, progress)
+    }
+
+    /// [`Records::verify`]; unless `deep`, records their checksums verify are not decoded.
+    fn verify_with(&self, deep: bool, progress: &mut dyn FnMut(u64, u64)) -> VerifyReport;
+
+    /// Sets which reads are checked against the stores' checksums.
+    fn set_verify_mode(&self, mode: VerifyMode);
+
+    /// The content digest (`None` unless checksums cover every record of every store).
+    fn content_digest(&self) -> Result<Option<String>>;
 }
 
 /// Where each record of decoded lengths `lens` starts when they are packed back to back into one
@@ -109,8 +121,16 @@ macro_rules! delegate {
             Self::stats(self)
         }
 
-        fn verify(&self, progress: &mut dyn FnMut(u64, u64)) -> VerifyReport {
-            Self::verify(self, progress)
+        fn verify_with(&self, deep: bool, progress: &mut dyn FnMut(u64, u64)) -> VerifyReport {
+            Self::verify_with(self, deep, progress)
+        }
+
+        fn set_verify_mode(&self, mode: VerifyMode) {
+            Self::set_verify_mode(self, mode)
+        }
+
+        fn content_digest(&self) -> Result<Option<String>> {
+            Self::content_digest(self)
         }
     };
 }
@@ -247,11 +267,27 @@ impl Records for Joined {
         self.parts.iter().map(|p| p.stats()).sum()
     }
 
-    fn verify(&self, progress: &mut dyn FnMut(u64, u64)) -> VerifyReport {
+    fn set_verify_mode(&self, mode: VerifyMode) {
+        self.parts.iter().for_each(|p| p.set_verify_mode(mode));
+    }
+
+    /// The parts' digests combined in order (`loaderx_core::checksum::combined_digest`).
+    fn content_digest(&self) -> Result<Option<String>> {
+        let mut digests = Vec::with_capacity(self.parts.len());
+        for part in &self.parts {
+            match part.content_digest()? {
+                Some(d) => digests.push(d),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(loaderx_core::checksum::combined_digest(digests.iter().map(String::as_str))))
+    }
+
+    fn verify_with(&self, deep: bool, progress: &mut dyn FnMut(u64, u64)) -> VerifyReport {
         let total = self.len();
         let mut report = VerifyReport::default();
         for (part, &first) in self.parts.iter().zip(&self.offsets) {
-            report.add_part(part.verify(&mut |done, _| progress(first + done, total)), first);
+            report.add_part(part.verify_with(deep, &mut |done, _| progress(first + done, total)), first);
         }
         report
     }

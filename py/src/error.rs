@@ -38,9 +38,21 @@ fn build(
     offset: Option<u64>,
     index: Option<u64>,
 ) -> PyErr {
+    build_as(class_of(kind), kind, message, file, offset, index)
+}
+
+/// [`build`] with the class named `class` (a subclass of the kind's).
+fn build_as(
+    class: &str,
+    kind: ErrorKind,
+    message: String,
+    file: Option<String>,
+    offset: Option<u64>,
+    index: Option<u64>,
+) -> PyErr {
     Python::attach(|py| {
         let built = (|| {
-            let cls = py.import("loaderx.errors")?.getattr(class_of(kind))?;
+            let cls = py.import("loaderx.errors")?.getattr(class)?;
             let fields = PyDict::new(py);
             fields.set_item("file", file)?;
             fields.set_item("offset", offset)?;
@@ -64,7 +76,12 @@ pub(crate) fn to_py(e: loaderx_native::Error) -> PyErr {
         return pyo3::exceptions::PyFileExistsError::new_err(format!("{} {hint}", redact(&e.to_string())));
     }
     let file = e.file().map(|p| redact(&p.to_string_lossy()));
-    build(e.kind(), redact(&e.to_string()), file, e.offset(), e.index())
+    // A checksum mismatch is a corrupt-data error of its own class.
+    let class = match e {
+        loaderx_native::Error::Checksum { .. } => "ChecksumError",
+        _ => class_of(e.kind()),
+    };
+    build_as(class, e.kind(), redact(&e.to_string()), file, e.offset(), e.index())
 }
 
 /// The Python exception for any core error (sampler, schema, plan).

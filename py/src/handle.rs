@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 use loaderx_core::format::Codec;
-use loaderx_native::{process, CacheConfig, Joined, Many, Records, RemoteOptions, Result, Store};
+use loaderx_native::{process, CacheConfig, Joined, Many, Records, RemoteOptions, Result, Store, VerifyMode};
 use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -266,6 +266,48 @@ impl Handle {
     fn verify(&self, py: Python<'_>) -> PyResult<(u64, Vec<(u64, String)>)> {
         let report = self.read(py, |r| Ok(r.verify(&mut |_, _| {})))?;
         Ok((report.checked, report.bad))
+    }
+
+    /// Checks every record (checksums where they cover it; decoding where they do not, or
+    /// always when `deep`): a dict of `checked`, `bad` (index, reason), `unlisted`, and the
+    /// checksum counts `verified`, `mismatched`, `uncovered`, `unverified`.
+    fn verify_report<'py>(&self, py: Python<'py>, deep: bool) -> PyResult<Bound<'py, PyDict>> {
+        let r = self.read(py, |r| Ok(r.verify_with(deep, &mut |_, _| {})))?;
+        let d = PyDict::new(py);
+        d.set_item("checked", r.checked)?;
+        d.set_item("bad", r.bad)?;
+        d.set_item("unlisted", r.unlisted)?;
+        d.set_item("verified", r.coverage.verified)?;
+        d.set_item("mismatched", r.coverage.mismatched)?;
+        d.set_item("uncovered", r.coverage.uncovered)?;
+        d.set_item("unverified", r.coverage.unverified)?;
+        Ok(d)
+    }
+
+    /// Sets which reads are checked against the checksums: `off`, `fetched` or `always`.
+    fn set_verify(&self, mode: &str) -> PyResult<()> {
+        let mode = VerifyMode::from_name(mode).ok_or_else(|| {
+            argument(format!("verify must be 'off', 'fetched' or 'always', not {mode:?}"))
+        })?;
+        self.records()?.set_verify_mode(mode);
+        Ok(())
+    }
+
+    /// The content digest (`sha256:…`), or None unless checksums cover every record.
+    fn digest(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        self.read(py, |r| r.content_digest())
+    }
+
+    /// Gives every record without a checksum one and seals the checksums (`loaderx checksum
+    /// add`): a dict of `verified`, `added`, `replaced` and `mismatched` (indices).
+    fn add_checksums<'py>(&self, py: Python<'py>, adopt: bool) -> PyResult<Bound<'py, PyDict>> {
+        let fill = self.write(py, "add checksums", |s| s.add_checksums(adopt, |_, _| {}))?;
+        let d = PyDict::new(py);
+        d.set_item("verified", fill.verified)?;
+        d.set_item("added", fill.added)?;
+        d.set_item("replaced", fill.replaced)?;
+        d.set_item("mismatched", fill.mismatched)?;
+        Ok(d)
     }
 
     /// Makes appended records durable (nothing to do for a manifest or a remote store).

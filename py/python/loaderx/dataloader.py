@@ -232,6 +232,9 @@ class DataLoader(Closing, Generic[_T]):
             shared memory (arrays of 4 KiB and more without a copy in this process), and an
             exception in a worker, or a worker's death, is raised by ``next()`` at its step.
             POSIX only.
+        verify (str, optional): Sets every stream's checked reads: ``"off"``, ``"fetched"``
+            or ``"always"`` (see :class:`~loaderx.dataset.DenseDataset`). None (the default)
+            keeps each stream's own setting.
     """
 
     def __init__(
@@ -248,6 +251,7 @@ class DataLoader(Closing, Generic[_T]):
         shard_count: int | None = None,
         workers: Literal["threads", "processes"] = "threads",
         shuffle: None = None,
+        verify: str | None = None,
         _mix: MixSampler | None = None,
     ) -> None:
         if shuffle is not None:
@@ -259,6 +263,16 @@ class DataLoader(Closing, Generic[_T]):
         self.streams = _streams(streams)
         if not self.streams:
             raise ValueError("need at least one stream")
+        if verify is not None:
+            # Checked reads of every stream (its own setting otherwise; the default "fetched").
+            from .zrecord import _verify_mode
+
+            _verify_mode(verify)
+            for ds in self.streams.values():
+                set_verify = getattr(ds, "_set_verify", None)
+                if set_verify is None:
+                    raise TypeError(f"verify= needs loaderx datasets as streams, got a {type(ds).__name__}")
+                set_verify(verify)
         lengths = {name: len(ds) for name, ds in self.streams.items()}
         if len(set(lengths.values())) != 1:
             raise ValueError(f"all streams must have the same length, got {lengths}")

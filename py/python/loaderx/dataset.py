@@ -65,7 +65,7 @@ def pad(
 
 
 def _open(
-    path: StrPath, kind: str | None, storage_options: dict[str, str] | None, cache: Cache | None
+    path: StrPath, kind: str | None, storage_options: dict[str, str] | None, cache: Cache | None, verify: str = "fetched"
 ) -> tuple[Zrecord | _Records, _loaderx.Schema]:
     """The store at ``path`` (a directory or a URL), or the stores of a manifest
     (:mod:`loaderx.manifest`), and the schema, checked for ``kind`` by the engine. Opening never
@@ -79,11 +79,11 @@ def _open(
     missing = StoreNotFoundError.new(f"{shown}: no {SCHEMA} there; it is not a loaderx dataset")
     listed = _manifest_file(where)
     if listed is not None:
-        store = _Records(listed, storage_options, cache)
+        store = _Records(listed, storage_options, cache, verify)
     elif isinstance(where, Path) and not (where / _loaderx.META_FILE).is_file():
         raise missing
     else:
-        store = Zrecord._existing(where, storage_options, cache)
+        store = Zrecord._existing(where, storage_options, cache, verify)
     schema = store.engine.schema()
     if schema is None:
         store.close()
@@ -104,8 +104,10 @@ class _Base(Exports, Closing):
         def __getitems__(self, idxs: Index) -> Any: ...
         def _shaped(self, got: Any, shape: tuple[int, ...]) -> Any: ...
 
-    def __init__(self, path: StrPath, storage_options: dict[str, str] | None = None, cache: Cache | None = None) -> None:
-        self._setup(*_open(path, self._kind, storage_options, cache))
+    def __init__(
+        self, path: StrPath, storage_options: dict[str, str] | None = None, cache: Cache | None = None, verify: str = "fetched"
+    ) -> None:
+        self._setup(*_open(path, self._kind, storage_options, cache, verify))
 
     @classmethod
     def _join(cls, parts: Sequence[_Base]) -> Self:
@@ -141,6 +143,23 @@ class _Base(Exports, Closing):
         :class:`~loaderx.errors.StoreClosedError` after :meth:`close`."""
         return self._open_store().engine
 
+    @property
+    def verify_mode(self) -> str:
+        """Which reads are checked against the checksums: ``"off"``, ``"fetched"`` or
+        ``"always"`` (see :data:`loaderx.zrecord.VERIFY_MODES`)."""
+        return self._open_store().verify_mode
+
+    def _set_verify(self, verify: str) -> None:
+        """Change which reads are checked (how ``DataLoader(verify=...)`` sets its streams)."""
+        self._open_store().set_verify(verify)
+
+    @property
+    def digest(self) -> str | None:
+        """The digest of the dataset's content (``"sha256:..."``; a manifest's or a mix's
+        combines its stores' in order), from schemas, tables and checksums, never the records.
+        ``None`` unless checksums cover every record (``loaderx checksum add``)."""
+        return self.engine.digest()
+
     def __len__(self) -> int:
         return len(self._open_store())
 
@@ -151,7 +170,8 @@ class _Base(Exports, Closing):
     def __reduce__(self) -> tuple[Any, ...]:
         if isinstance(self._store, _Joined):
             return (type(self)._join, (self._store.parts,))
-        return (type(self), (os.fspath(self.path), self._store.storage_options, self._store.cache))  # type: ignore[union-attr]
+        store = self._store
+        return (type(self), (os.fspath(self.path), store.storage_options, store.cache, store.verify_mode))  # type: ignore[union-attr]
 
     def _idxs(self, idx: Index) -> npt.NDArray[np.uint64]:
         """Any supported index as a contiguous uint64 array, bounds-checked (by the engine)."""
@@ -212,6 +232,10 @@ class DenseDataset(_Base):
         cache (tuple, optional): ``(directory, max_bytes)``: for a URL, keep fetched chunk
             blocks in ``directory`` on local disk, at most ``max_bytes`` (least recently used
             go first), shared by every process that names it. Ignored for local stores.
+        verify (str): Which reads are checked against the per-record checksums
+            (``checksums.lx``): ``"off"``, ``"fetched"`` (the default: every byte that comes
+            over the network, before it is returned or cached) or ``"always"`` (local reads
+            too). A mismatch raises :class:`~loaderx.errors.ChecksumError`.
 
     Close with :meth:`close` (or ``with``); after it, ``len()`` and indexing raise
     :class:`~loaderx.errors.StoreClosedError`.

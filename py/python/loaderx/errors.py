@@ -105,6 +105,12 @@ class CorruptStoreError(ZrecordError):
     kind = "corrupt"
 
 
+class ChecksumError(CorruptStoreError):
+    """A record's stored bytes do not match the checksum ``checksums.lx`` holds for them: damage
+    on disk or in transit (a remote read is fetched once more first). ``file``, ``offset`` and
+    ``index`` say where."""
+
+
 class NotAStoreError(ZrecordError):
     """The directory is not a loaderx store, or a newer version wrote it."""
 

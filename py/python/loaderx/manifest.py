@@ -168,16 +168,26 @@ class _Records:
 
     codec = "zstd"
 
-    def __init__(self, path: StrPath, storage_options: dict[str, str] | None = None, cache: Cache | None = None) -> None:
-        from .zrecord import _cache
+    def __init__(
+        self, path: StrPath, storage_options: dict[str, str] | None = None, cache: Cache | None = None, verify: str = "fetched"
+    ) -> None:
+        from .zrecord import _cache, _verify_mode
 
         self.path = Path(path)
         self.storage_options = dict(storage_options) if storage_options else None
         self.cache = _cache(cache)
+        self.verify_mode = _verify_mode(verify)
         cache_dir, cache_bytes = self.cache or (None, None)
         self.engine = _loaderx.Handle(
             os.fspath(path), manifest=True, storage_options=self.storage_options, cache_dir=cache_dir, cache_bytes=cache_bytes
         )
+        self.engine.set_verify(self.verify_mode)
+
+    def set_verify(self, verify: str) -> None:
+        from .zrecord import _verify_mode
+
+        self.verify_mode = _verify_mode(verify)
+        self.engine.set_verify(self.verify_mode)
 
     def __len__(self) -> int:
         return len(self.engine)
@@ -205,6 +215,15 @@ class _Joined:
         self.parts = list(parts)
         self.path = " + ".join(os.fspath(p.path) for p in self.parts)  # what reprs show
         self.engine = _loaderx.Handle.join([p.engine for p in self.parts])
+
+    @property
+    def verify_mode(self) -> str:
+        modes = {p.verify_mode for p in self.parts}
+        return modes.pop() if len(modes) == 1 else "mixed"
+
+    def set_verify(self, verify: str) -> None:
+        for p in self.parts:
+            p._set_verify(verify)
 
     def __len__(self) -> int:
         return len(self.engine)

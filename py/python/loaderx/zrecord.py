@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from ._typing import Cache, Indices, StrPath
 
-__all__ = ["Zrecord", "ZrecordError", "CODECS", "SCHEMA", "FORMAT", "MAX_RECORD_LEN"]
+__all__ = ["Zrecord", "ZrecordError", "CODECS", "SCHEMA", "FORMAT", "MAX_RECORD_LEN", "VERIFY_MODES"]
 
 #: Compression tags, as stored in each table entry.
 CODECS: dict[str, int] = dict(_loaderx.CODECS)
@@ -117,6 +117,19 @@ def _cache(cache: Cache | None) -> tuple[str, int] | None:
 def _codec_name(codec: str) -> str:
     """The codec's name as stored: ``zstd-dict`` (the CLI's spelling) is ``zstd_dict``."""
     return "zstd_dict" if codec == "zstd-dict" else codec
+
+
+VERIFY_MODES = ("off", "fetched", "always")
+"""What ``verify=`` takes: which reads are checked against the store's checksums
+(``checksums.lx``). ``"fetched"`` (the default) checks every byte that comes over the network,
+``"always"`` local reads too; a mismatch is :class:`~loaderx.errors.ChecksumError`."""
+
+
+def _verify_mode(verify: str) -> str:
+    """``verify`` checked: one of :data:`VERIFY_MODES`."""
+    if verify not in VERIFY_MODES:
+        raise BadArgumentError.new(f"verify must be 'off', 'fetched' or 'always', not {verify!r}")
+    return verify
 
 
 def _codec_tag(codec: str) -> int:
@@ -234,6 +247,9 @@ class Zrecord(Exports, Closing):
         path (str | Path): Directory holding the store.
         codec (str): Default compression for :meth:`append`: ``"raw"``, ``"zstd"`` or
             ``"zstd_dict"`` (which needs a dictionary, see :meth:`train_dict`).
+        verify (str): Which reads are checked against the store's per-record checksums:
+            ``"off"``, ``"fetched"`` (the default: what comes over the network) or ``"always"``
+            (local reads too). See :data:`VERIFY_MODES`.
     """
 
     def __init__(
@@ -242,9 +258,11 @@ class Zrecord(Exports, Closing):
         codec: str = "zstd",
         storage_options: dict[str, str] | None = None,
         cache: Cache | None = None,
+        verify: str = "fetched",
     ) -> None:
         _codec_tag(codec)
         self.codec = codec
+        self.verify_mode = _verify_mode(verify)
         self.path = _location(path)
         self.storage_options = dict(storage_options) if storage_options else None
         self.cache = _cache(cache)
@@ -252,10 +270,13 @@ class Zrecord(Exports, Closing):
         self._pid = _process.current()
 
     @classmethod
-    def _existing(cls, path: StrPath, storage_options: dict[str, str] | None = None, cache: Cache | None = None) -> Self:
+    def _existing(
+        cls, path: StrPath, storage_options: dict[str, str] | None = None, cache: Cache | None = None, verify: str = "fetched"
+    ) -> Self:
         """A handle on a store that exists (never creates one)."""
         self = cls.__new__(cls)
         self.codec = "zstd"
+        self.verify_mode = _verify_mode(verify)
         self.path = _location(path)
         self.storage_options = dict(storage_options) if storage_options else None
         self.cache = _cache(cache)
@@ -265,9 +286,39 @@ class Zrecord(Exports, Closing):
 
     def _open(self, create: bool) -> _loaderx.Handle:
         cache_dir, cache_bytes = self.cache or (None, None)
-        return _loaderx.Handle(
+        handle = _loaderx.Handle(
             os.fspath(self.path), create=create, storage_options=self.storage_options, cache_dir=cache_dir, cache_bytes=cache_bytes
         )
+        handle.set_verify(self.verify_mode)
+        return handle
+
+    def set_verify(self, verify: str) -> None:
+        """Change which reads are checked (see :data:`VERIFY_MODES`)."""
+        self.verify_mode = _verify_mode(verify)
+        self._s.set_verify(self.verify_mode)
+
+    @property
+    def digest(self) -> str | None:
+        """The digest of the store's content (``"sha256:..."``), from its schema, dictionary,
+        table and checksums, without reading a record: equal for stores that read back the same,
+        whatever their layout. ``None`` unless checksums cover every record (see
+        :meth:`add_checksums`) and the table is as their writer left it."""
+        return self._s.digest()
+
+    def add_checksums(self, adopt: bool = False) -> dict[str, Any]:
+        """Give every record without a checksum one and make the checksums vouch for the store
+        again (``loaderx checksum add``): for stores written or changed by loaderx 0.9.11 or an
+        older loaderx. A record whose checksum does not match is damage and is listed under
+        ``mismatched`` (its checksum kept), unless ``adopt`` takes its bytes as they are.
+        Returns the counts ``verified``, ``added``, ``replaced`` and the ``mismatched`` indices."""
+        return self._s.add_checksums(bool(adopt))
+
+    def verify_report(self, deep: bool = False) -> dict[str, Any]:
+        """Check every record: against its checksum where one covers it, else by decoding it
+        (``deep`` decodes every record too). Returns ``checked``, ``bad`` (``[(index, reason)]``),
+        ``unlisted`` and the checksum counts ``verified``, ``mismatched``, ``uncovered`` and
+        ``unverified`` (checksums written before another writer changed the table)."""
+        return self._s.verify_report(bool(deep))
 
     @property
     def _s(self) -> _loaderx.Handle:
@@ -303,7 +354,7 @@ class Zrecord(Exports, Closing):
         return f"Zrecord({_shown(os.fspath(self.path))!r}, {state})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (os.fspath(self.path), self.codec, self.storage_options, self.cache))
+        return (type(self), (os.fspath(self.path), self.codec, self.storage_options, self.cache, self.verify_mode))
 
     def sync(self) -> None:
         """Make everything appended so far durable (data, then table, then header)."""
