@@ -5,9 +5,11 @@ request to an upstream server, after an optional per-request action taken from a
 * ``"delay:S"``: wait S seconds, then forward;
 * ``"500"`` / ``"503"``: answer that status without forwarding;
 * ``"drop"``: close the connection without an answer;
-* ``"short"``: forward, then send only half of the body and close.
+* ``"short"``: forward, then send only half of the body and close;
+* ``"flip"``: forward, with one byte in the middle of the body inverted: a transfer that damages
+  data. It waits for the next GET of a chunk file (``<digits>.zr``); other requests pass.
 
-``Proxy.plan`` is consumed one action per request; ``Proxy.delay`` is added to every request.
+``Proxy.plan`` is consumed one action per request (but see ``"flip"``); ``Proxy.delay`` is added to every request.
 ``Proxy.requests`` counts the requests seen and ``Proxy.peak`` the most in flight at once
 (``Proxy.reset_counts()`` zeroes both).
 """
@@ -48,7 +50,7 @@ class Proxy:
                         proxy._inflight -= 1
 
             def _answer(self):
-                action = proxy._next()
+                action = proxy._next(self.command, self.path)
                 if action == "drop":
                     self.close_connection = True
                     self.connection.close()
@@ -70,6 +72,9 @@ class Proxy:
                 self.end_headers()
                 if self.command == "HEAD":
                     return
+                if action == "flip" and body:
+                    middle = len(body) // 2
+                    body = body[:middle] + bytes([body[middle] ^ 0xFF]) + body[middle + 1 :]
                 if action == "short" and len(body) > 1:
                     self.wfile.write(body[: len(body) // 2])
                     self.close_connection = True
@@ -116,8 +121,12 @@ class Proxy:
         with self._lock:
             self.requests = self.peak = 0
 
-    def _next(self):
+    def _next(self, method="GET", path=""):
+        name = path.split("?")[0].rsplit("/", 1)[-1]
+        chunk = method == "GET" and name.endswith(".zr") and name[:-3].isdigit()
         with self._lock:
+            if self.plan and self.plan[0] == "flip" and not chunk:
+                return "pass"
             return self.plan.pop(0) if self.plan else "pass"
 
     def close(self):

@@ -166,12 +166,16 @@ def snapshot(directory):
 
 def used_bytes_digest(store):
     """sha256 of what a store really holds: the header plus the live table (16 + 16 * length
-    bytes of meta.zr) and, per chunk file, the bytes below its used end."""
+    bytes of meta.zr) and, per chunk file, the bytes below its used end. Byte 15 of each entry
+    (reserved: 0 from the reference, 1 from loaderx 0.10, which marks the entries it wrote
+    checksums for; docs/format.md) is taken as 0."""
     store = Path(store)
     with open(store / "meta.zr", "rb") as f:
         header = f.read(16)
         length = int.from_bytes(header[12:16], "little")
-        table = f.read(16 * length)
+        table = bytearray(f.read(16 * length))
+        table[15::16] = bytes(len(table[15::16]))
+        table = bytes(table)
     tail_chunk = int.from_bytes(header[6:8], "little")
     tail_offset = int.from_bytes(header[8:12], "little")
     h = hashlib.sha256(header + table)

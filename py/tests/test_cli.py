@@ -105,7 +105,7 @@ def test_verify_of_a_damaged_header_length_is_one_bounded_report(tmp_path, lengt
     _damage_length(tmp_path / "s", length)  # 1000 records were written, the rest never were
     code, out, _ = run("verify", tmp_path / "s")
     lines = out.decode().splitlines()
-    assert code == 1 and len(lines) <= 22, lines[:30]
+    assert code == 1 and len(lines) <= 23, lines[:30]
     assert lines[0].startswith("bad record 1000:") and "record count is damaged" in lines[0], lines[0]
     assert lines[-1] == f"{length} records checked, {length - 1000} bad"
     code, out, _ = run("verify", tmp_path / "s", "--json")
@@ -121,9 +121,10 @@ def test_verify_lists_twenty_bad_records_then_counts_the_rest(tmp_path):
     chunk.write_bytes(chunk.read_bytes()[:160 * 10])  # records 10..99 now lie past the file's end
     code, out, _ = run("verify", tmp_path / "s")
     lines = out.decode().splitlines()
-    assert code == 1 and len(lines) == 22 and lines[0].startswith("bad record 10:"), lines
+    assert code == 1 and len(lines) == 23 and lines[0].startswith("bad record 10:"), lines
     assert lines[20] == "… and 70 more bad records (--show N lists more)"
-    assert lines[21] == "100 records checked, 90 bad"
+    assert lines[21].startswith("checksums: 10 verified, 0 mismatched"), lines[21]
+    assert lines[22] == "100 records checked, 90 bad"
     report = json.loads(run("verify", tmp_path / "s", "--json", "--show", 100)[1])
     assert report["bad_count"] == 90 and [b["index"] for b in report["bad"]] == list(range(10, 100))
 

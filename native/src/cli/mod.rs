@@ -459,8 +459,8 @@ fn verify(path: &Path, deep: bool, show: usize, as_json: bool) -> Result<u8, Fai
         if more > 0 {
             let _ = writeln!(out, "… and {more} more bad records (--show N lists more)");
         }
-        let _ = writeln!(out, "{} records checked, {bad_count} bad", report.checked);
         let _ = writeln!(out, "checksums: {}", coverage_text(&c));
+        let _ = writeln!(out, "{} records checked, {bad_count} bad", report.checked);
     }
     Ok(if bad_count == 0 { 0 } else { 1 })
 }
