@@ -18,7 +18,16 @@ The saved form is a plain dict of JSON types (``state_dict()`` returns it; JSON,
      "fingerprint": "d324c7073ca1a645",  # sha256 of the config (JSON, sorted keys), 16 hex digits
      "shard_count": 2,                # the saver's shard count, for information only
      "weights": [2.0, 1.0],           # mixing loaders only: the weights when saved
-     "positions": [64, 32]}           # mixing loaders only: where each source's stream stands
+     "positions": [64, 32],           # mixing loaders only: where each source's stream stands
+     "digests": {"id": "sha256:..."}, # each stream's content digest (None: not every record
+                                      #   has a checksum); optional, loaderx 0.10.1 on
+     "history": [{"start": 0, "end": 7, "shard_count": 2}]}
+                                      # the steps consumed, as segments (loaderx.receipt);
+                                      #   optional, loaderx 0.10.1 on
+
+``digests`` and ``history`` are optional keys of version 2: a loader that predates them ignores
+them, and a state without them loads (without the content check, and with no steps consumed
+before it in receipts).
 
 Invariants:
 
@@ -34,6 +43,8 @@ Invariants:
   (a missing or mistyped field, a fingerprint that does not match the config) and a state from
   another config are each a :class:`~loaderx.errors.BadArgumentError` (a ``ValueError``) that
   says which; a state that is not a dict is a ``TypeError``. Never a ``KeyError``.
+* A state resumes only the content it was saved over: a stream whose content digest differs
+  from the saved one (even with the same length) is a BadArgumentError naming it.
 """
 
 from __future__ import annotations
@@ -117,6 +128,27 @@ def _config(state: Mapping[str, Any]) -> dict[str, Any]:
     return dict(config)
 
 
+def _digests(value: Any) -> dict[str, str | None]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in value.items()):
+        raise _damaged(f"digests must map stream names to digests, got {value!r}")
+    return dict(value)
+
+
+def _segment(value: Any, what: str) -> dict[str, Any]:
+    """One segment of a state's history: ``start``/``end`` steps and the ``shard_count``, and for
+    a mix its ``weights`` and the streams' ``positions`` at ``start``."""
+    if not isinstance(value, dict):
+        raise _damaged(f"{what} must be a dict, got {type(value).__name__}")
+    start, end = _int(value.get("start"), f"{what}.start", 0), _int(value.get("end"), f"{what}.end", 0)
+    if end <= start:
+        raise _damaged(f"{what} ends at {end}, not after its start {start}")
+    out: dict[str, Any] = {"start": start, "end": end, "shard_count": _int(value.get("shard_count"), f"{what}.shard_count", 1)}
+    if "weights" in value or "positions" in value:
+        out["weights"] = list(_list(value.get("weights"), f"{what}.weights", _number))
+        out["positions"] = list(_list(value.get("positions"), f"{what}.positions", lambda v, w: _int(v, w, 0)))
+    return out
+
+
 def _v1_to_v2(state: dict[str, Any]) -> dict[str, Any]:
     """Version 1 (loaderx 0.10.0, no "version" key) to 2: the same fields, with the shard taken
     out of the config where the state predates elastic resume. The fingerprint is checked
@@ -146,6 +178,10 @@ class LoaderState:
     shard_count: int | None = None
     weights: tuple[float, ...] | None = None
     positions: tuple[int, ...] | None = None
+    #: Each stream's content digest when the state was saved (None where a stream had none).
+    digests: dict[str, str | None] | None = None
+    #: The steps consumed to reach ``step``, as segments (see :mod:`loaderx.receipt`).
+    history: tuple[dict[str, Any], ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The saved form, of :data:`CURRENT_VERSION`: a new dict of JSON types."""
@@ -161,6 +197,10 @@ class LoaderState:
             out["weights"] = list(self.weights)
         if self.positions is not None:
             out["positions"] = list(self.positions)
+        if self.digests is not None:
+            out["digests"] = dict(self.digests)
+        if self.history is not None:
+            out["history"] = [dict(h) for h in self.history]
         return out
 
     @classmethod
@@ -193,6 +233,8 @@ class LoaderState:
             shard_count=None if d.get("shard_count") is None else _int(d["shard_count"], "shard_count", 1),
             weights=_list(d.get("weights"), "weights", _number) if mixed else None,
             positions=_list(d.get("positions"), "positions", lambda v, w: _int(v, w, 0)) if mixed else None,
+            digests=_digests(d["digests"]) if "digests" in d else None,
+            history=_list(d["history"], "history", _segment) if "history" in d else None,
         )
 
     @classmethod
@@ -201,6 +243,19 @@ class LoaderState:
         loaded = cls.from_dict(state)
         loaded.check(config)
         return loaded
+
+    def check_content(self, digests: Mapping[str, str | None], shown: Mapping[str, str]) -> None:
+        """Raise BadArgumentError when a stream's content changed since the state was saved:
+        its digest then (where it had one) differs from ``digests`` now. ``shown`` names each
+        stream's store."""
+        for name, then in sorted((self.digests or {}).items()):
+            now = digests.get(name)
+            if then is not None and now != then:
+                what = f"its content digest is now {now}" if now else "it no longer has a content digest"
+                raise BadArgumentError.new(
+                    f"stream {name!r} ({shown.get(name, '?')}) changed since the state was saved: it had "
+                    f"content digest {then}, {what}; resuming would read other records at the same steps"
+                )
 
     def check(self, config: Mapping[str, Any]) -> None:
         """Raise BadArgumentError unless this state resumes a loader of ``config`` exactly, naming

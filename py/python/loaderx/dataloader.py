@@ -318,6 +318,11 @@ class DataLoader(Closing, Generic[_T]):
             config["stores"] = listed
         self._config = config
         self._start = 0
+        # What receipts and states say about the data: each stream's content digest (computed
+        # once, when first asked for), and the segments of steps consumed before this one.
+        self._digests: dict[str, str | None] | None = None
+        self._history: list[dict[str, Any]] = []
+        self._segment_start = 0
         # Guards _pipeline: its creation, seek and close. Replaced in a forked child (see
         # _guard), where a parent thread may have held it at the moment of the fork.
         self._lock = threading.RLock()
@@ -398,6 +403,11 @@ class DataLoader(Closing, Generic[_T]):
             raise TypeError(f"step must be an integer, got {step!r}") from None
         if step < 0:
             raise ValueError(f"step must be >= 0, got {step}")
+        # The steps consumed so far end a segment; the next one starts at `step`.
+        current = self._segment(self.step)
+        if current is not None:
+            self._history.append(current)
+        self._segment_start = step
         with self._guard():
             p = self._pipeline
             if p is not None and not _process.forked_since(p.pid) and hasattr(p, "seek"):
@@ -416,11 +426,53 @@ class DataLoader(Closing, Generic[_T]):
 
     def _state_at(self, step: int) -> LoaderState:
         """The state of this loader when ``step`` is the next batch to take."""
+        digests, history = self._stream_digests(), self._segments(step)
         if "mix" not in self._config:
-            return LoaderState(int(step), dict(self._config), self.shard_count)
+            return LoaderState(int(step), dict(self._config), self.shard_count, digests=digests, history=history)
         mix = cast("MixSampler", self.sampler)
         positions = tuple(mix.positions_at(int(step)))
-        return LoaderState(int(step), dict(self._config), self.shard_count, tuple(mix.weights), positions)
+        return LoaderState(
+            int(step), dict(self._config), self.shard_count, tuple(mix.weights), positions, digests=digests, history=history
+        )
+
+    def _stream_digests(self) -> dict[str, str | None]:
+        """Each stream's content digest (None for a stream whose records checksums do not all
+        cover), computed once: it reads each store's table and checksums."""
+        if self._digests is None:
+            self._digests = {name: getattr(ds, "digest", None) for name, ds in sorted(self.streams.items())}
+        return dict(self._digests)
+
+    def _segment(self, end: int) -> dict[str, Any] | None:
+        """The steps consumed from the current segment's start up to ``end`` (None when none)."""
+        start = self._segment_start
+        if end <= start:
+            return None
+        out: dict[str, Any] = {"start": start, "end": int(end), "shard_count": self.shard_count}
+        if "mix" in self._config:
+            mix = cast("MixSampler", self.sampler)
+            out["weights"] = list(mix.weights)
+            out["positions"] = list(mix.positions_at(start))
+        return out
+
+    def _segments(self, end: int) -> tuple[dict[str, Any], ...]:
+        current = self._segment(end)
+        return tuple(self._history) + ((current,) if current is not None else ())
+
+    def receipt(self) -> dict[str, Any]:
+        """Which data this run read, as a small JSON-ready dict: each stream's content digest,
+        the configuration that decides every global batch, and the steps consumed (across
+        resumes, when the loader was resumed from a state). With it alone, ``python -m loaderx
+        receipt STEP receipt.json`` lists the record indices each rank read at any step (see
+        :mod:`loaderx.receipt`)."""
+        from .receipt import FORMAT, VERSION
+
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "config": dict(self._config),
+            "digests": self._stream_digests(),
+            "segments": [dict(s) for s in self._segments(self.step)],
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume from :meth:`state_dict`, saved by any rank with any ``shard_count``, by this
@@ -432,11 +484,19 @@ class DataLoader(Closing, Generic[_T]):
 
     def _load_state(self, state: object) -> LoaderState:
         loaded = LoaderState.load(state, self._config)
+        if loaded.digests:
+            from .zrecord import _shown
+
+            shown = {name: _shown(os.fspath(getattr(ds, "path", "?"))) for name, ds in self.streams.items()}
+            loaded.check_content(self._stream_digests(), shown)
         if loaded.positions is not None and "mix" in self._config:
             with self._guard():
                 self._stop_pipeline()
                 cast("MixSampler", self.sampler).rebase(loaded.step, loaded.positions)
         self.seek(loaded.step)
+        # The run goes on from the state's: its steps consumed are this loader's history.
+        self._history = [dict(h) for h in loaded.history or ()]
+        self._segment_start = loaded.step
         return loaded
 
     def __reduce__(self) -> tuple[Any, ...]:
