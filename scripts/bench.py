@@ -792,7 +792,7 @@ def main():
         torch_worker_main()
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("section", nargs="?", default="all", choices=["sampler", "store", "gather", "loader", "many", "ragged", "transform", "remote", "torch", "jax", "arrow", "ray", "all"])
+    parser.add_argument("section", nargs="?", default="all", choices=["sampler", "store", "gather", "loader", "many", "ragged", "transform", "remote", "verify", "torch", "jax", "arrow", "ray", "all"])
     parser.add_argument("--quick", action="store_true", help="a small, fast run")
     default_ref = ROOT / ".venv-ref" / "bin" / "python"
     parser.add_argument("--ref-python", default=str(default_ref) if default_ref.exists() else None)
@@ -803,6 +803,11 @@ def main():
         help="an interpreter with torch, for the transform section's torch row",
     )
     parser.add_argument("--workdir", default=None, help="where the data and stores go (default: a temp dir)")
+    parser.add_argument(
+        "--baseline-python",
+        default=None,
+        help="the verify section: an interpreter with the loaderx before checksums, for from_numpy's row",
+    )
     args = parser.parse_args()
     if args.section in ("torch", "jax", "arrow", "ray"):
         # loaderx.torch and loaderx.jax: in the venv with torch and JAX that setup.sh keeps.
@@ -816,8 +821,8 @@ def main():
     else:
         ref = Reference(args.ref_python) if args.ref_python else None
     try:
-        for name in ("sampler", "store", "gather", "loader", "many", "ragged", "transform", "remote"):
-            if args.section == name or (args.section == "all" and name not in ("transform", "remote", "many", "ragged")):
+        for name in ("sampler", "store", "gather", "loader", "many", "ragged", "transform", "remote", "verify"):
+            if args.section == name or (args.section == "all" and name not in ("transform", "remote", "many", "ragged", "verify")):
                 machine_block()
                 if name == "sampler":
                     section_sampler(args, ref)
@@ -839,6 +844,11 @@ def main():
                     from bench_remote import section_remote
 
                     section_remote(args, work)
+                elif name == "verify":
+                    sys.path.insert(0, str(ROOT / "scripts"))
+                    from bench_verify import section_verify
+
+                    section_verify(args, work)
                 else:
                     section_transform(args, ref, work)
     finally:

@@ -550,12 +550,22 @@ impl View for ObjectView<'_> {
         self.0.dict.as_deref()
     }
 
-    /// Fetches the table pages the entries need that are not cached yet (one round of requests).
+    /// Fetches the table pages the entries need that are not cached yet, and their checksum
+    /// slots' pages with them (one round of requests: a checked read then waits no longer).
     fn entries(&self, indices: &[u64]) -> Result<Vec<(u64, RecordLoc)>> {
         let src = self.0;
         let missing = src.table.lock().unwrap_or_else(|e| e.into_inner()).missing(indices.iter().copied());
-        if !missing.is_empty() {
-            let pages = src.block(src.ranges(META_FILE, &missing))?;
+        let slots = match &src.sidecar {
+            Some(s) => s.slots.lock().unwrap_or_else(|e| e.into_inner()).missing(indices.iter().copied(), MAX_RANGE),
+            None => Vec::new(),
+        };
+        if !missing.is_empty() || !slots.is_empty() {
+            let (pages, slot_pages) =
+                src.block(async { futures::try_join!(src.ranges(META_FILE, &missing), src.ranges(CHECKSUM_FILE, &slots)) })?;
+            if let Some(sidecar) = &src.sidecar {
+                let mut cache = sidecar.slots.lock().unwrap_or_else(|e| e.into_inner());
+                slots.iter().zip(slot_pages).for_each(|(range, bytes)| cache.insert(range.start, &bytes));
+            }
             let mut table = src.table.lock().unwrap_or_else(|e| e.into_inner());
             for (range, bytes) in missing.iter().zip(pages) {
                 table.insert(range.start, &bytes).map_err(|e| src.classified(e))?;
