@@ -102,7 +102,14 @@ export interface VerifyReport {
   /** Bad records counted but not listed in `bad`: the rest of a blank run that ends the table
    *  (a damaged record count), whose first record is in `bad`. */
   unlisted: number;
+  /** Records whose checksum (checksums.lx) matched, did not (listed in `bad`), that have none,
+   *  and whose checksum did not match in a table another writer changed since (not damage). */
+  checksums: { verified: number; mismatched: number; uncovered: number; unverified: number };
 }
+
+/** Which reads are checked against a store's per-record checksums (checksums.lx): 'fetched'
+ *  (the default) checks what comes over HTTP, 'always' every read. */
+export type VerifyMode = 'off' | 'fetched' | 'always';
 
 /** Bytes as the package takes them: a Uint8Array, an ArrayBuffer or any other view. */
 export type Bytes = ArrayBuffer | ArrayBufferView;
@@ -190,6 +197,13 @@ export interface StoreApi {
   /** Options that are not an object, or hold a bad `onProgress` / `batchSize`, are LOADERX_ARGUMENT. */
   verify(options?: VerifyOptions | null): Promise<VerifyReport>;
   stats(): Promise<Stats>;
+  /** The content digest (`sha256:…`) from the schema, dictionary, table and checksums, or null
+   *  unless checksums cover every record. */
+  digest(): Promise<string | null>;
+  /** Which reads are checked ('mixed' for a manifest whose stores differ). */
+  readonly verifyMode: VerifyMode | 'mixed';
+  /** Changes which reads are checked (LOADERX_ARGUMENT for another value). */
+  setVerify(mode: VerifyMode): void;
   /** Closes the store (even when the source's close() fails: then it rejects, LOADERX_IO). */
   close(): Promise<void>;
 }
@@ -226,10 +240,12 @@ export interface HttpOptions {
   signal?: AbortSignal;
 }
 
-/** `Store.open` options that reach the HttpSource made of a URL. */
+/** `Store.open` options: `timeout` and `signal` reach the HttpSource made of a URL. */
 export interface HttpOpenOptions {
   timeout?: number;
   signal?: AbortSignal;
+  /** Which reads are checked against the checksums (default 'fetched'). */
+  verify?: VerifyMode;
 }
 
 /** `text` with the userinfo and query values of every http(s)/s3/gs/az URL in it replaced by

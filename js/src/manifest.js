@@ -100,7 +100,7 @@ async function openManifest(place, open, wasm) {
       const schema = s.schema;
       wasmCall(() => manifest.checkStore(k, s.length, schema?.kind ?? undefined, schema?.dtype ?? undefined, schema ? Float64Array.from(schema.itemShape) : undefined));
     });
-    return new ManifestStore(KEY, place.label, manifest, stores);
+    return new ManifestStore(KEY, place.label, manifest, stores, (digests) => wasmCall(() => wasm.combinedDigest(digests)));
   } catch (e) {
     await Promise.allSettled(stores.filter(Boolean).map((s) => s.close()));
     manifest.free();
@@ -125,14 +125,16 @@ export class ManifestStore {
   #manifest;
   #stores;
   #offsets;
+  #combine;
   #closed = false;
 
   /** Use `Store.open`. */
-  constructor(key, label, manifest, stores) {
+  constructor(key, label, manifest, stores, combine) {
     if (key !== KEY) throw loaderxError('LOADERX_ARGUMENT', 'use Store.open to open a manifest');
     this.#label = label;
     this.#manifest = manifest;
     this.#stores = stores;
+    this.#combine = combine;
     this.#offsets = manifest.offsets();
     const paths = manifest.paths();
     /** The stores as listed: `[{path, length}]`. */
@@ -234,14 +236,36 @@ export class ManifestStore {
     const total = this.length;
     const bad = [];
     let unlisted = 0;
+    const checksums = { verified: 0, mismatched: 0, uncovered: 0, unverified: 0 };
     for (const [k, store] of this.#stores.entries()) {
       const first = this.#offsets[k];
       const one = await store.verify({ batchSize, onProgress: onProgress && ((done) => onProgress(first + done, total)) });
       for (const b of one.bad) bad.push({ ...b, index: first + b.index });
       unlisted += one.unlisted;
+      for (const key of Object.keys(checksums)) checksums[key] += one.checksums[key];
     }
     onProgress?.(total, total);
-    return { ok: bad.length === 0, checked: total, length: total, bad, unlisted };
+    return { ok: bad.length === 0, checked: total, length: total, bad, unlisted, checksums };
+  }
+
+  /** The stores' content digests combined in order (core's rule), or null unless every store
+   *  has one. */
+  async digest() {
+    this.#check();
+    const digests = await Promise.all(this.#stores.map((s) => s.digest()));
+    return digests.every((d) => typeof d === 'string') ? this.#combine(digests) : null;
+  }
+
+  /** Which reads of its stores are checked: their mode when they share one. */
+  get verifyMode() {
+    const modes = new Set(this.#stores.map((s) => s.verifyMode));
+    return modes.size === 1 ? [...modes][0] : 'mixed';
+  }
+
+  /** Sets every store's verify mode. */
+  setVerify(mode) {
+    this.#check();
+    for (const s of this.#stores) s.setVerify(mode);
   }
 
   /** The stores' usage added up; `fileBytes` names each file `<store>/<file>`. */

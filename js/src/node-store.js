@@ -243,7 +243,7 @@ export function nodeApi(wasm) {
         host.stores++;
         this.#host = host;
         this.#remote = host.nextStore++;
-        const seen = await host.call({ op: 'open', store: this.#remote, dir: this.#dir });
+        const seen = await host.call({ op: 'open', store: this.#remote, dir: this.#dir, verify: this.#inner.verifyMode });
         this.#shared = !this.#closed && sameStore(seen, this.#inner);
         return this.#shared;
       })();
@@ -379,6 +379,22 @@ export function nodeApi(wasm) {
     }
 
     /** Storage usage (see store.js). */
+    /** Which reads are checked against the store's checksums. */
+    get verifyMode() { return this.#inner.verifyMode; }
+
+    /** Changes which reads are checked. Calls are not shared with the worker from then on (its
+     *  store was opened with the mode before). */
+    setVerify(mode) {
+      this.#inner.setVerify(mode);
+      this.#source = null;
+      this.#shared = false;
+    }
+
+    /** The store's content digest, or null (see store.js). */
+    digest() {
+      return this.#inner.digest();
+    }
+
     stats() {
       return this.#inner.stats();
     }

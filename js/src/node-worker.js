@@ -3,7 +3,7 @@
 // one kind of work, a gather of part of a call's records, so the calling thread gathers the other
 // part meanwhile. It owns nothing the calling thread uses: a crash here loses only its replies.
 //
-// Messages in: `{id, op: 'open', store, dir}`, `{id, op: 'gather', store, method, indices,
+// Messages in: `{id, op: 'open', store, dir, verify}`, `{id, op: 'gather', store, method, indices,
 // before, expect}`,
 // `{id, op: 'close', store}`. Out: `{id, value}` (a gather's output buffer is transferred) or
 // `{id, error: {code, message}}`.
@@ -44,8 +44,8 @@ function store(id) {
 }
 
 const ops = {
-  async open({ store: id, dir }) {
-    const s = await Store.open(new NodeSource(dir));
+  async open({ store: id, dir, verify }) {
+    const s = await Store.open(new NodeSource(dir), { verify });
     stores.set(id, s);
     return [{ header: s.header, hasDict: s.hasDict, schema: s.schema }, []];
   },

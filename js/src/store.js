@@ -26,6 +26,8 @@ const SPARE_BUFFERS = 4;
 const SPARE_BYTES = 64 << 20;
 
 const MODES = { SEQUENTIAL: 0, IID: 1, CYCLIC: 2 };
+/** What `verify` takes: which reads are checked against the store's checksums (checksums.lx). */
+const VERIFY_MODES = ['off', 'fetched', 'always'];
 
 /** `Atomics.waitAsync` where the platform has it (Chromium, Node 16+; not in the ES2023 typings). */
 const waitAsync = /** @type {any} */ (Atomics).waitAsync;
@@ -112,6 +114,13 @@ async function closeSource(source) {
  * is reused only for the identical request (the same batch read again, as a viewer does).
  */
 class RangeCache {
+  delete(key) {
+    const v = this.map.get(key);
+    if (v) {
+      this.map.delete(key);
+      this.used -= v.byteLength;
+    }
+  }
   constructor(capacity) {
     this.capacity = capacity;
     this.used = 0;
@@ -175,8 +184,8 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
     return bytes;
   }
 
-  /** Opens a store on this thread from a source. */
-  async function openHere(source) {
+  /** Opens a store on this thread from a source; `verify` is which reads are checked. */
+  async function openHere(source, verify = 'fetched') {
     if (!isSource(source)) {
       throw loaderxError('LOADERX_ARGUMENT', `cannot open a store from ${describe(source)}: a source needs size(name) and read(name, start, end)`);
     }
@@ -185,20 +194,24 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
       // sizes and the header, then the schema, the dictionary, the delete journal and the chunk
       // sizes. A journal (a native writer killed mid-delete) is applied in memory by the wasm
       // reader: the store reads as the finished deletion; a damaged one is LOADERX_CORRUPT.
-      const [metaSize, head, schemaSize, dictSize, journalSize] = await Promise.all([
+      const [metaSize, head, schemaSize, dictSize, journalSize, sumsSize] = await Promise.all([
         sourceSize(source, FILES.meta), sourceBytes(source, FILES.meta, 0, 16), sourceSize(source, FILES.schema),
-        sourceSize(source, FILES.dict), sourceSize(source, FILES.journal),
+        sourceSize(source, FILES.dict), sourceSize(source, FILES.journal), sourceSize(source, FILES.checksums),
       ]);
       if (metaSize == null) throw loaderxError('LOADERX_NOT_FOUND', `no loaderx store at ${labelOf(source)}: ${FILES.meta} is missing`);
       const reader = new wasm.Reader(head ?? new Uint8Array(0), metaSize);
       try {
         const chunks = Array.from({ length: reader.tailChunk + 1 }, (_, c) => chunkFile(c));
-        const [schema, dict, journal, lens] = await Promise.all([
+        const [schema, dict, journal, lens, sums] = await Promise.all([
           sideFile(source, FILES.schema, schemaSize),
           sideFile(source, FILES.dict, dictSize),
           sideFile(source, FILES.journal, journalSize),
           mapLimit(chunks, READ_CONCURRENCY, (n) => sourceSize(source, n)),
+          // checksums.lx: its header now, its slots as records are read.
+          sumsSize == null ? null : sourceBytes(source, FILES.checksums, 0, Math.min(128, sumsSize)),
         ]);
+        if (sumsSize != null) reader.setSidecar(sums ?? new Uint8Array(0), sumsSize);
+        reader.setVerify(verify, source.fetched === true);
         if (journal) reader.setJournal(journal);
         if (schema) reader.setSchema(schema);
         if (dict) reader.setDict(dict);
@@ -210,6 +223,7 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
         if (schemaSize != null) fileBytes[FILES.schema] = schemaSize;
         if (dictSize != null) fileBytes[FILES.dict] = dictSize;
         if (journalSize != null) fileBytes[FILES.journal] = journalSize;
+        if (sumsSize != null) fileBytes[FILES.checksums] = sumsSize;
         chunks.forEach((n, k) => { if (lens[k] != null) fileBytes[n] = lens[k]; });
         return new Store(KEY, source, reader, { schema: reader.schema(), fileBytes });
       } catch (e) {
@@ -255,7 +269,11 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
       } catch (e) {
         throw argumentError(e, 'cannot open a store from this value');
       }
-      return elsewhere?.(src, opts) || openHere(src);
+      const verify = opts.verify ?? 'fetched';
+      if (!VERIFY_MODES.includes(verify)) {
+        throw loaderxError('LOADERX_ARGUMENT', `verify must be 'off', 'fetched' or 'always', not ${describe(verify)}`);
+      }
+      return elsewhere?.(src, { ...opts, verify }) || openHere(src, verify);
     }
 
     /** Live records. */
@@ -307,19 +325,68 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
     }
 
     /** Loads the table pages `missing()` names until none are missing, then returns `then()`
-     *  right after, so the caller can plan with no await in between. */
-    async #withTable(missing, then) {
+     *  right after, so the caller can plan with no await in between. `alongside`, a load of
+     *  other bytes the plan needs, goes in the same round of requests. */
+    async #withTable(missing, then, alongside = null) {
       for (let attempt = 0; ; attempt++) {
         this.#check();
         const ranges = missing();
-        if (ranges.length === 0 || attempt > 3) return then();
-        await this.#loadTable(ranges);
+        if ((ranges.length === 0 && alongside == null) || attempt > 3) return then();
+        await Promise.all([ranges.length ? this.#loadTable(ranges) : null, alongside]);
+        alongside = null;
       }
     }
 
-    /** `#withTable` for the entries of `idx` (checking the indices). */
-    #withEntries(idx, then) {
-      return this.#withTable(() => this.#reader.tableRanges(idx), then);
+    /** Loads ranges of checksums.lx (`[start, end, …]`). */
+    async #loadSlots(ranges) {
+      const pairs = [];
+      for (let k = 0; k < ranges.length; k += 2) pairs.push([ranges[k], ranges[k + 1]]);
+      await mapLimit(pairs, READ_CONCURRENCY, async ([start, end]) => {
+        const bytes = (await sourceBytes(this.#source, FILES.checksums, start, end)) ?? new Uint8Array(0);
+        this.#check();
+        this.#reader.addSlots(start, bytes);
+      });
+    }
+
+    /** `#withTable` for the entries of `idx` (checking the indices), with the checksums of
+     *  those records where reads are checked (or `allSlots`). */
+    #withEntries(idx, then, allSlots = false) {
+      const slots = this.#reader.slotRanges(idx, allSlots);
+      return this.#withTable(() => this.#reader.tableRanges(idx), then, slots.length ? this.#loadSlots(slots) : null);
+    }
+
+    /** Loads the whole live table (in spans, as stats does) and the entry past it; returns that
+     *  entry's bytes, or undefined where meta.zr ends first. */
+    async #wholeTable() {
+      const reader = this.#reader;
+      for (let start = 0; start < reader.length; start += STATS_SPAN) {
+        const end = Math.min(reader.length, start + STATS_SPAN);
+        await this.#withTable(() => reader.tableRangesSpan(start, end), () => null);
+      }
+      const at = reader.staleRange();
+      if (!at) return undefined;
+      const bytes = await sourceBytes(this.#source, FILES.meta, at[0], at[1]);
+      return bytes?.byteLength === 16 ? bytes : undefined;
+    }
+
+    /** Whether a checksum mismatch is damage (core's rule: the table is as the checksums' writer
+     *  left it). Otherwise later reads are unchecked. A table too large to hold is not damage. */
+    async #damage() {
+      const stale = await this.#wholeTable();
+      return this.#reader.standing(stale);
+    }
+
+    /** A checksum mismatch from wasm, its message naming the store (URL secrets redacted). */
+    #checksumError(e) {
+      const err = loaderxError('LOADERX_CORRUPT', `${labelOf(this.#source)}: ${e.message}`, { index: e.index, file: e.file, offset: e.offset });
+      err.checksum = true;
+      return err;
+    }
+
+    /** Drops the cached copies of a plan's ranges, so they are read from the source again. */
+    #forget(plan) {
+      const r = plan.ranges();
+      for (let k = 0; k < r.length; k += 3) this.#cache.delete(`${r[k]}:${r[k + 1]}:${r[k + 2]}`);
     }
 
     /**
@@ -354,6 +421,8 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
         return this.#decode(plan, got, null, into);
       }
       const data = this.#staging(at);
+      // Fetched ranges enter the cache once their records decoded (and matched their checksums).
+      const fresh = [];
       const got = await mapLimit(jobs, source.readConcurrency ?? READ_CONCURRENCY, async ([chunk, start, end, offset]) => {
         const name = chunkFile(chunk);
         if (source.readInto) return sourceCount(source, name, start, end, await source.readInto(name, start, end, data, offset));
@@ -361,14 +430,16 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
         let bytes = this.#cache.get(key);
         if (!bytes) {
           bytes = (await sourceBytes(source, name, start, end)) ?? new Uint8Array(0);
-          if (bytes.byteLength === end - start) this.#cache.put(key, bytes);
+          if (bytes.byteLength === end - start) fresh.push([key, bytes]);
         }
         data.set(bytes, offset);
         return bytes.byteLength;
       });
       this.#check();
       try {
-        return await this.#decode(plan, Float64Array.from(got), data, into);
+        const out = await this.#decode(plan, Float64Array.from(got), data, into);
+        for (const [key, bytes] of fresh) this.#cache.put(key, bytes);
+        return out;
       } finally {
         this.#unstage(data);
       }
@@ -427,9 +498,34 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
       const idx = toIndexArray(indices);
       this.#active++;
       try {
-        const plan = await this.#withEntries(idx, () => this.#reader.plan(idx, (this.#source.maxGap ?? 0), false, typed));
+        const planOf = () => this.#reader.plan(idx, (this.#source.maxGap ?? 0), false, typed);
+        let plan = await this.#withEntries(idx, planOf);
         try {
-          const out = await this.#run(plan, into);
+          let out;
+          try {
+            out = await this.#run(plan, into);
+          } catch (e) {
+            if (!e?.checksum) throw e;
+            // A mismatch: fetched bytes are read once more (a transfer may have damaged them);
+            // then it is damage only if the table is as the checksums' writer left it.
+            let failed = e;
+            if (this.#source.fetched === true) {
+              this.#forget(plan);
+              try {
+                out = await this.#run(plan, into);
+                failed = null;
+              } catch (again) {
+                if (!again?.checksum) throw again;
+                failed = again;
+              }
+            }
+            if (failed) {
+              if (await this.#damage()) throw this.#checksumError(failed);
+              plan.free();
+              plan = await this.#withEntries(idx, planOf);
+              out = await this.#run(plan, into);
+            }
+          }
           return { out, lens: plan.outLengths() };
         } finally {
           plan.free();
@@ -514,6 +610,8 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
         const reader = this.#reader;
         const total = reader.length;
         const bad = [];
+        const mismatched = [];
+        const counts = [0, 0, 0];
         const blankFrom = await this.#blankTail(total);
         for (let start = 0, end = 0; start < blankFrom; start = end) {
           end = Math.min(blankFrom, start + batchSize);
@@ -531,7 +629,7 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
                 end = start + n;
               }
               return reader.plan(idx, (this.#source.maxGap ?? 0), true, true);
-            });
+            }, true);
           } catch (e) {
             if (!isLoaderxError(e) || e.code !== 'LOADERX_CORRUPT') throw e;
             // The table itself cannot be read: every record in the batch is lost.
@@ -541,7 +639,8 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
           }
           try {
             await this.#run(plan);
-            for (const e of plan.bad()) bad.push({ index: e.index, code: e.code, message: e.message });
+            for (const e of plan.bad()) (e.checksum ? mismatched : bad).push({ index: e.index, code: e.code, message: e.message });
+            plan.checksumCounts().forEach((n, k) => { counts[k] += n; });
           } finally {
             plan.free();
           }
@@ -557,8 +656,18 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
         }
         // An empty store has no batch; report it done all the same.
         if (total === 0) onProgress?.(0, 0);
+        // Checksum mismatches are damage only where the table is as the checksums' writer left
+        // it; otherwise those records are unverified (another writer changed the store).
+        let unverified = 0;
+        if (mismatched.length) {
+          if (await this.#damage()) bad.push(...mismatched);
+          else unverified = mismatched.length;
+        }
         bad.sort((a, b) => a.index - b.index);
-        return { ok: bad.length === 0, checked: total, length: total, bad, unlisted };
+        const checksums = {
+          verified: counts[0], mismatched: unverified ? 0 : counts[1], uncovered: counts[2], unverified,
+        };
+        return { ok: bad.length === 0, checked: total, length: total, bad, unlisted, checksums };
       });
     }
 
@@ -622,6 +731,41 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
           apparentBytes,
           hasDict: reader.hasDict,
         };
+      });
+    }
+
+    /** Which reads are checked against the store's checksums: 'off', 'fetched' or 'always'. */
+    get verifyMode() {
+      this.#check();
+      return this.#reader.verifyMode;
+    }
+
+    /** Changes which reads are checked ('off', 'fetched' or 'always'; LOADERX_ARGUMENT else). */
+    setVerify(mode) {
+      this.#check();
+      if (!VERIFY_MODES.includes(mode)) {
+        throw loaderxError('LOADERX_ARGUMENT', `verify must be 'off', 'fetched' or 'always', not ${describe(mode)}`);
+      }
+      this.#reader.setVerify(mode, this.#source.fetched === true);
+    }
+
+    /**
+     * The digest of the store's content (`sha256:…`), from its schema, dictionary, table and
+     * checksums (checksums.lx), never its records: the same for stores that read back the same,
+     * wherever their records lie. Null unless checksums cover every record and the table is as
+     * their writer left it. Reads the whole table and checksums.
+     */
+    async digest() {
+      return this.#guard('digest', async () => {
+        const reader = this.#reader;
+        if (!reader.hasChecksums) return null;
+        const stale = await this.#wholeTable();
+        for (let start = 0; start < reader.length; start += STATS_SPAN) {
+          const end = Math.min(reader.length, start + STATS_SPAN);
+          const ranges = reader.slotRangesSpan(start, end);
+          if (ranges.length) await this.#loadSlots(ranges);
+        }
+        return reader.contentDigest(stale) ?? null;
       });
     }
 

@@ -160,7 +160,7 @@ export class WorkerStore {
     this.#meta = meta;
   }
 
-  static async open(source, { threads = false } = {}) {
+  static async open(source, { threads = false, verify = 'fetched' } = {}) {
     if (typeof source?.descriptor !== 'function') {
       throw loaderxError('LOADERX_ARGUMENT', `${labelOf(source)} cannot be opened in a worker: its source has no descriptor() to rebuild it there`);
     }
@@ -181,7 +181,7 @@ export class WorkerStore {
     }
     host.stores++;
     try {
-      return new WorkerStore(host, await host.call('open', [descriptor, threads]));
+      return new WorkerStore(host, await host.call('open', [descriptor, threads, verify]));
     } catch (e) {
       host.release();
       throw e;
@@ -221,6 +221,17 @@ export class WorkerStore {
   gatherBytes(indices) { return this.#call('gatherBytes', () => [this.#indices(indices)]); }
   lengths(indices) { return this.#call('lengths', () => [this.#indices(indices)]); }
   stats() { return this.#call('stats', () => []); }
+  digest() { return this.#call('digest', () => []); }
+  get verifyMode() { this.#check(); return this.#meta.verifyMode; }
+  setVerify(mode) {
+    this.#check();
+    if (!['off', 'fetched', 'always'].includes(mode)) {
+      throw loaderxError('LOADERX_ARGUMENT', `verify must be 'off', 'fetched' or 'always', not ${String(mode)}`);
+    }
+    this.#meta = { ...this.#meta, verifyMode: mode };
+    // Mode changes apply to calls made after this one (the worker takes messages in order).
+    this.#call('setVerify', () => [mode]).catch(() => {});
+  }
   /** Gathered batches in order, for `for await` (see batches.js). */
   batches(options) { return batches(this, options); }
   verify(options) {

@@ -46,12 +46,19 @@ function store(id) {
 }
 
 const ops = {
-  async open([descriptor, threads]) {
+  async open([descriptor, threads, verify]) {
     api ??= load(threads).catch((e) => { api = null; throw e; });
-    const s = await (await api).Store.open(fromDescriptor(descriptor));
+    const s = await (await api).Store.open(fromDescriptor(descriptor), { verify });
     const id = nextStore++;
     stores.set(id, s);
-    return [{ id, length: s.length, schema: s.schema, header: s.header, hasDict: s.hasDict, threaded }, []];
+    return [{ id, length: s.length, schema: s.schema, header: s.header, hasDict: s.hasDict, threaded, verifyMode: s.verifyMode }, []];
+  },
+  async digest([id]) {
+    return [await store(id).digest(), []];
+  },
+  async setVerify([id, mode]) {
+    store(id).setVerify(mode);
+    return [null, []];
   },
   // `spare`: a buffer the page allocated ahead for the output (used when the size is exact).
   async gather([id, indices, spare]) {

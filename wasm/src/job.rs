@@ -67,11 +67,12 @@ impl Reader {
         let input = std::mem::take(&mut plan.input);
         let bounds = piece_bounds(&plan.inner.ranges, input.len(), got)?;
         let (slots, ranges) = (plan.inner.slots.clone(), plan.inner.ranges.clone());
-        let (dict, view) = (self.dict.clone(), plan.view);
+        let (dict, view, expected) = (self.dict.clone(), plan.view, plan.expected.clone());
         let state = Arc::new(JobState::default());
         let job = DecodeJob { state: Arc::clone(&state) };
         rayon::spawn(move || {
-            let outcome = decode_pieces(&slots, &ranges, &input, &bounds, dict.as_deref(), view.as_ref());
+            let outcome =
+                decode_pieces(&slots, &ranges, &input, &bounds, dict.as_deref(), view.as_ref(), &expected);
             if let Ok(mut slot) = state.outcome.lock() {
                 *slot = Some(outcome);
             }

@@ -6,8 +6,11 @@
 //! `loaderx_core::read`); a call's decoded output is capped at [`MAX_OUT`] bytes; no error path
 //! panics, so a failed call leaves the module usable.
 
+use loaderx_core::checksum::{
+    self, Covered, SidecarError, SidecarHeader, SlotCache, Standing, TableState, TableSum, VerifyMode,
+};
 use loaderx_core::codec::{Decoder, Dictionary};
-use loaderx_core::format::{Header, MAX_CHUNKS};
+use loaderx_core::format::{entry_offset, Header, RecordLoc, ENTRY_SIZE, MAX_CHUNKS, MAX_RECORDS};
 use loaderx_core::open::{self, Overlay, Table};
 use loaderx_core::read::{self, GatherPlan, PlanRules, ReadError, ReadRange, Slot};
 use loaderx_core::schema::{Layout, Schema};
@@ -43,7 +46,22 @@ pub struct Reader {
     typed: Option<Typed>,
     /// The table under the journal rule.
     table: Table,
+    /// The header as `meta.zr` holds it (before any journal): what checksums' states name.
+    raw_header: Header,
+    /// A delete journal is applied: the table on disk is not the one read, so a checksum
+    /// mismatch is never taken for damage.
+    journaled: bool,
+    /// `checksums.lx`, when the store has one: its header, and the slot pages read so far.
+    sidecar: Option<(Result<SidecarHeader, SidecarError>, SlotCache)>,
+    /// Which reads are checked, and whether this store's bytes come over the network.
+    verify: VerifyMode,
+    fetched: bool,
+    /// A mismatch was found to be no damage (another writer changed the table): unchecked since.
+    changed: bool,
 }
+
+/// Sidecar ranges are coalesced up to this many bytes.
+const SLOT_RANGE: u64 = 1 << 20;
 
 fn size(x: f64, what: &str) -> Result<u64, JsValue> {
     if x >= 0.0 && x.fract() == 0.0 && x <= 2f64.powi(53) {
@@ -73,7 +91,122 @@ impl Reader {
             dict: None,
             typed: None,
             table: Table::new(&header, Overlay::default()),
+            raw_header: header,
+            journaled: false,
+            sidecar: None,
+            verify: VerifyMode::default(),
+            fetched: false,
+            changed: false,
         })
+    }
+
+    /// Loads the first bytes of `checksums.lx` (its header: up to 128) and its size. A header
+    /// that cannot be used leaves every record uncovered (reads are then unchecked).
+    #[wasm_bindgen(js_name = setSidecar)]
+    pub fn set_sidecar(&mut self, head: &[u8], file_size: f64) -> Result<(), JsValue> {
+        let len = size(file_size, "checksums.lx size")?;
+        self.sidecar = Some((SidecarHeader::parse(head), SlotCache::new(len)));
+        Ok(())
+    }
+
+    /// Which reads are checked: `mode` is `off`, `fetched` (the default) or `always`; `fetched`
+    /// says whether this store's bytes come over the network.
+    #[wasm_bindgen(js_name = setVerify)]
+    pub fn set_verify(&mut self, mode: &str, fetched: bool) -> Result<(), JsValue> {
+        self.verify = VerifyMode::from_name(mode)
+            .ok_or_else(|| argument(&format!("verify must be 'off', 'fetched' or 'always', not {mode:?}")))?;
+        self.fetched = fetched;
+        Ok(())
+    }
+
+    /// The verify mode's name.
+    #[wasm_bindgen(getter, js_name = verifyMode)]
+    pub fn verify_mode(&self) -> String {
+        self.verify.name().into()
+    }
+
+    /// Whether the store has a usable `checksums.lx`.
+    #[wasm_bindgen(getter, js_name = hasChecksums)]
+    pub fn has_checksums(&self) -> bool {
+        matches!(self.sidecar, Some((Ok(_), _)))
+    }
+
+    /// `[start, end, …]` byte ranges of `checksums.lx` holding the slots of `indices` that are
+    /// not loaded yet: empty when reads of them are not checked (see `plan`), or `all`.
+    #[wasm_bindgen(js_name = slotRanges)]
+    pub fn slot_ranges(&self, indices: &[f64], all: bool) -> Result<Vec<f64>, JsValue> {
+        if !(all || self.checks()) {
+            return Ok(Vec::new());
+        }
+        let Some((Ok(_), cache)) = &self.sidecar else { return Ok(Vec::new()) };
+        let idx = indices.iter().map(|&i| size(i, "index")).collect::<Result<Vec<_>, _>>()?;
+        Ok(cache.missing(idx, SLOT_RANGE).iter().flat_map(|r| [r.start as f64, r.end as f64]).collect())
+    }
+
+    /// [`slotRanges`](Self::slot_ranges) for records `start..end`, whatever the mode.
+    #[wasm_bindgen(js_name = slotRangesSpan)]
+    pub fn slot_ranges_span(&self, start: f64, end: f64) -> Result<Vec<f64>, JsValue> {
+        let Some((Ok(_), cache)) = &self.sidecar else { return Ok(Vec::new()) };
+        let (start, end) = (size(start, "start")?, size(end, "end")?);
+        Ok(cache.missing(start..end, SLOT_RANGE).iter().flat_map(|r| [r.start as f64, r.end as f64]).collect())
+    }
+
+    /// Stores bytes read from `checksums.lx` at `start` (a range `slotRanges` named).
+    #[wasm_bindgen(js_name = addSlots)]
+    pub fn add_slots(&mut self, start: f64, bytes: &[u8]) -> Result<(), JsValue> {
+        if let Some((_, cache)) = &mut self.sidecar {
+            cache.insert(size(start, "start")?, bytes);
+        }
+        Ok(())
+    }
+
+    /// The byte range `[start, end]` of `meta.zr` holding the entry just past the live table,
+    /// which the checksums' states name (`standing`, `contentDigest`); none when the table is full.
+    #[wasm_bindgen(js_name = staleRange)]
+    pub fn stale_range(&self) -> Option<Vec<f64>> {
+        let length = u64::from(self.raw_header.length);
+        (length < MAX_RECORDS).then(|| {
+            let at = entry_offset(length);
+            vec![at as f64, (at + ENTRY_SIZE) as f64]
+        })
+    }
+
+    /// Whether a checksum mismatch is damage: the table (every page of it loaded, see
+    /// `tableRangesSpan`) is as the checksums' writer left it. `stale` is the entry past the
+    /// live table (`staleRange`), or undefined where `meta.zr` ends first. When it is not,
+    /// later reads are unchecked (the records are unverified, not damaged). Returns `true` for
+    /// damage.
+    /// A table not loaded whole (too large for the table cache) is never taken for damage.
+    pub fn standing(&mut self, stale: Option<Vec<u8>>) -> Result<bool, JsValue> {
+        let sealed = matches!(self.standing_of(stale.as_deref()), Ok(Standing::Sealed));
+        if !sealed {
+            self.changed = true;
+        }
+        Ok(sealed)
+    }
+
+    /// The digest of the store's content (`loaderx_core::checksum::content_digest`), from the
+    /// schema, dictionary, table and checksums (every table page and slot loaded), or undefined
+    /// unless checksums cover every record and the table is as their writer left it.
+    #[wasm_bindgen(js_name = contentDigest)]
+    pub fn content_digest(&self, stale: Option<Vec<u8>>) -> Result<Option<String>, JsValue> {
+        let Some((Ok(_), cache)) = &self.sidecar else { return Ok(None) };
+        let length = u64::from(self.header.length);
+        let mut records = Vec::with_capacity(length as usize);
+        for i in 0..length {
+            let loc = self.loaded_entry(i)?;
+            let slot = cache.slot(i).ok_or_else(|| argument("load every slot first (slotRangesSpan)"))?;
+            match slot.filter(|s| s.covers(&loc)) {
+                Some(s) => records.push(Covered { logic_length: loc.logic_length, compress: loc.compress, hash: s.hash }),
+                None => return Ok(None),
+            }
+        }
+        if self.standing_of(stale.as_deref())? != Standing::Sealed {
+            return Ok(None);
+        }
+        let schema = self.typed.as_ref().map(|t| t.schema.to_msgpack());
+        let dict = self.dict.as_ref().map(|d| d.bytes().to_vec());
+        Ok(Some(checksum::content_digest(schema.as_deref(), dict.as_deref(), records)))
     }
 
     /// The names of a store's files, from core's open protocol: `{meta, dict, schema, journal,
@@ -85,6 +218,7 @@ impl Reader {
         set(&o, "dict", open::DICT_FILE);
         set(&o, "schema", open::SCHEMA_FILE);
         set(&o, "journal", open::JOURNAL_FILE);
+        set(&o, "checksums", open::CHECKSUM_FILE);
         set(&o, "manifest", open::MANIFEST_FILE);
         set(&o, "maxSide", JsValue::from_f64(open::MAX_SIDE_BYTES as f64));
         set(&o, "maxJournal", JsValue::from_f64(open::MAX_JOURNAL_BYTES as f64));
@@ -106,6 +240,7 @@ impl Reader {
         let overlay = Overlay::parse(bytes, self.header.length).map_err(js)?;
         self.header = overlay.header(self.header);
         self.table = Table::new(&self.header, overlay);
+        self.journaled = true;
         Ok(())
     }
 
@@ -220,7 +355,23 @@ impl Reader {
             max_out: MAX_OUT,
         };
         let inner = read::plan_gather(&entries, &rules, lenient).map_err(js)?;
-        Ok(Plan { inner, view, lenient, input: Vec::new(), output: Vec::new() })
+        // Checked reads: each planned record's covering checksum (verification checks every
+        // record that has one, whatever the mode).
+        let expected = match &self.sidecar {
+            Some((Ok(_), cache)) if lenient || self.checks() => {
+                let locs: std::collections::HashMap<u64, RecordLoc> = entries.iter().copied().collect();
+                inner
+                    .slots
+                    .iter()
+                    .map(|s| {
+                        let slot = cache.slot(s.index).flatten()?;
+                        locs.get(&s.index).filter(|loc| slot.covers(loc)).map(|_| slot.hash)
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        Ok(Plan { inner, view, lenient, expected, counts: [0; 3], input: Vec::new(), output: Vec::new() })
     }
 
     /// Decodes a plan from the bytes read for its ranges. `data` holds the ranges at their planned
@@ -263,9 +414,34 @@ impl Reader {
             &bounds,
             self.dict.as_deref(),
             plan.view.as_ref(),
+            &plan.expected,
         );
         plan.settle(results)?;
         Ok(out)
+    }
+
+    /// True when reads are checked against the checksums now.
+    fn checks(&self) -> bool {
+        self.verify.checks(self.fetched) && !self.changed && matches!(self.sidecar, Some((Ok(_), _)))
+    }
+
+    /// A loaded table entry (the page must be cached).
+    fn loaded_entry(&self, index: u64) -> Result<RecordLoc, JsValue> {
+        self.table.entry(index).ok_or_else(|| argument("load the whole table first (tableRangesSpan)"))
+    }
+
+    fn standing_of(&self, stale: Option<&[u8]>) -> Result<Standing, JsValue> {
+        let Some((Ok(head), _)) = &self.sidecar else { return Ok(Standing::Changed) };
+        if self.journaled {
+            return Ok(Standing::Changed);
+        }
+        let length = u64::from(self.raw_header.length);
+        let mut sum = TableSum::default();
+        for i in 0..length {
+            sum.add(i, &self.loaded_entry(i)?);
+        }
+        let stale = stale.and_then(RecordLoc::read);
+        Ok(head.standing_with(&TableState::new(&self.raw_header, stale, sum), stale.is_some()))
     }
 }
 
@@ -278,10 +454,11 @@ pub(crate) fn decode_pieces(
     bounds: &[(usize, usize)],
     dict: Option<&Dictionary>,
     view: Option<&ElementView>,
+    expected: &[Option<u64>],
 ) -> (Vec<u8>, Vec<Result<(), ReadError>>) {
     let pieces: Vec<&[u8]> = bounds.iter().map(|&(at, n)| &data[at..at + n]).collect();
     let mut out = vec![0u8; out_len(slots)];
-    let results = decode_all(slots, ranges, &pieces, dict, view, read::split_outputs(slots, &mut out));
+    let results = decode_all(slots, ranges, &pieces, dict, view, expected, read::split_outputs(slots, &mut out));
     (out, results)
 }
 
@@ -422,6 +599,10 @@ pub struct Plan {
     pub(crate) inner: GatherPlan,
     pub(crate) view: Option<ElementView>,
     lenient: bool,
+    /// The checksum covering each planned record, where reads are checked (empty otherwise).
+    pub(crate) expected: Vec<Option<u64>>,
+    /// Records whose checksum `[matched, did not match]`, and that had none, once decoded.
+    counts: [u64; 3],
     /// The bytes read for the ranges, when JavaScript reads them straight into wasm memory or
     /// hands them over for a decode on the thread pool.
     pub(crate) input: Vec<u8>,
@@ -438,11 +619,18 @@ impl Plan {
     /// Records each slot's decode result: a failure is the call's error, or (lenient plans) sets
     /// the record aside.
     pub(crate) fn settle(&mut self, results: Vec<Result<(), ReadError>>) -> Result<(), JsValue> {
-        for (slot, result) in self.inner.slots.iter().zip(results) {
+        for (k, (slot, result)) in self.inner.slots.iter().zip(results).enumerate() {
+            let covered = self.expected.get(k).copied().flatten().is_some();
+            match (&result, covered) {
+                (Err(ReadError::Checksum { .. }), _) => self.counts[1] += 1,
+                (Err(ReadError::Short { .. }), _) => {}
+                (_, true) => self.counts[0] += 1,
+                (_, false) => self.counts[2] += 1,
+            }
             match result {
                 Ok(()) => {}
                 Err(e) if self.lenient => self.inner.bad.push((slot.index, e)),
-                Err(e) => return Err(to_js(&e)),
+                Err(e) => return Err(read_error(&e)),
             }
         }
         Ok(())
@@ -504,10 +692,27 @@ impl Plan {
         self.inner.slots.iter().map(|s| s.out as f64).collect()
     }
 
+    /// `[verified, mismatched, uncovered]`: how the decoded records stood against their
+    /// checksums.
+    #[wasm_bindgen(js_name = checksumCounts)]
+    pub fn checksum_counts(&self) -> Vec<f64> {
+        self.counts.iter().map(|&n| n as f64).collect()
+    }
+
     /// Records set aside as bad (lenient plans), as `LoaderxError`s with `index` and `code`.
     pub fn bad(&self) -> js_sys::Array {
-        self.inner.bad.iter().map(|(_, e)| to_js(e)).collect()
+        self.inner.bad.iter().map(|(_, e)| read_error(e)).collect()
     }
+}
+
+/// A read error as a JS error; a checksum mismatch also carries `checksum: true` (it is a
+/// LOADERX_CORRUPT error, told apart so a reader can fetch the bytes again first).
+fn read_error(e: &ReadError) -> JsValue {
+    let err = to_js(e);
+    if matches!(e, ReadError::Checksum { .. }) {
+        let _ = js_sys::Reflect::set(&err, &"checksum".into(), &true.into());
+    }
+    err
 }
 
 /// Decodes every slot into its output slice: on the wasm-bindgen-rayon pool in the threaded
@@ -518,21 +723,30 @@ fn decode_all(
     pieces: &[&[u8]],
     dict: Option<&Dictionary>,
     view: Option<&ElementView>,
+    expected: &[Option<u64>],
     outs: Vec<&mut [u8]>,
 ) -> Vec<Result<(), ReadError>> {
-    let one = |decoder: &mut Decoder<'_>, (s, dst): (&Slot, &mut [u8])| {
-        read::decode_slot(s, &ranges[s.range], pieces[s.range], decoder, view, dst)
+    let one = |decoder: &mut Decoder<'_>, (k, (s, dst)): (usize, (&Slot, &mut [u8]))| {
+        let want = expected.get(k).copied().flatten();
+        read::decode_slot(s, &ranges[s.range], pieces[s.range], decoder, view, want, dst)
     };
     #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
     {
         use rayon::prelude::*;
-        slots.par_iter().zip(outs).with_min_len(4).map_init(|| Decoder::new(dict), one).collect()
+        slots.par_iter().zip(outs).enumerate().with_min_len(4).map_init(|| Decoder::new(dict), one).collect()
     }
     #[cfg(not(all(target_arch = "wasm32", target_feature = "atomics")))]
     {
         let mut decoder = Decoder::new(dict);
-        slots.iter().zip(outs).map(|pair| one(&mut decoder, pair)).collect()
+        slots.iter().zip(outs).enumerate().map(|pair| one(&mut decoder, pair)).collect()
     }
+}
+
+/// The digest of several stores read as one (a manifest), from their content digests in order
+/// (`loaderx_core::checksum::combined_digest`).
+#[wasm_bindgen(js_name = combinedDigest)]
+pub fn combined_digest(parts: Vec<String>) -> String {
+    checksum::combined_digest(parts.iter().map(String::as_str))
 }
 
 /// The next window `[start, end]` of table entries verify's blank-tail scan looks at, when every

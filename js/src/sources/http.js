@@ -96,6 +96,8 @@ export class HttpSource {
       this.headers = { ...this.headers, Authorization: authorization };
     }
     this.maxGap = 1 << 18;
+    /** Its bytes come over the network: reads are checked against checksums by default. */
+    this.fetched = true;
     /** Recently read record ranges kept in memory (see RangeCache in store.js). */
     this.cacheBytes = options.cacheBytes ?? 64 << 20;
     this.sizes = new Map();
