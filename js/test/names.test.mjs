@@ -12,7 +12,7 @@ const JS = new URL('..', import.meta.url).pathname;
 test('pkg/names.js holds core\'s names', () => {
   wasm.initSync({ module: readFileSync(join(JS, 'pkg/web/loaderx_wasm_bg.wasm')) });
   const files = wasm.Reader.storeFiles();
-  assert.deepEqual(NAMES, { meta: files.meta, dict: files.dict, schema: files.schema, journal: files.journal, manifest: files.manifest });
+  assert.deepEqual(NAMES, { meta: files.meta, dict: files.dict, schema: files.schema, journal: files.journal, checksums: files.checksums, manifest: files.manifest });
 });
 
 test('no module of the package or the viewer spells a store file name in code', () => {
