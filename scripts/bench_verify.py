@@ -95,11 +95,11 @@ def _gathers(args, work, data):
 
 def _remote(args, work, data):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "py" / "tests"))
-    from _lxhelpers import NGINX, nginx_serving
     from bench_remote import _epoch
     from http_proxy import Proxy
     from store_files import trimmed_files
 
+    from _lxhelpers import NGINX, nginx_serving
     from loaderx.converter import from_numpy
     from loaderx.zrecord import Zrecord
 

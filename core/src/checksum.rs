@@ -264,7 +264,8 @@ impl SidecarHeader {
     /// not compared then.
     pub fn standing_with(&self, current: &TableState, stale_known: bool) -> Standing {
         let a = &self.after;
-        let after = current.header == a.header && current.sum == a.sum && (!stale_known || current.stale == a.stale);
+        let after =
+            current.header == a.header && current.sum == a.sum && (!stale_known || current.stale == a.stale);
         if self.sealed && (after || self.is_before(current, stale_known)) {
             Standing::Sealed
         } else {

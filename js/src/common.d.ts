@@ -200,6 +200,8 @@ export interface StoreApi {
   /** The content digest (`sha256:…`) from the schema, dictionary, table and checksums, or null
    *  unless checksums cover every record. */
   digest(): Promise<string | null>;
+  /** What the checksums cover, from the table and checksums.lx (no record is read). */
+  checksums(): Promise<{ present: boolean; covered: number; total: number; digest: string | null }>;
   /** Which reads are checked ('mixed' for a manifest whose stores differ). */
   readonly verifyMode: VerifyMode | 'mixed';
   /** Changes which reads are checked (LOADERX_ARGUMENT for another value). */

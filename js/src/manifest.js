@@ -251,9 +251,20 @@ export class ManifestStore {
   /** The stores' content digests combined in order (core's rule), or null unless every store
    *  has one. */
   async digest() {
+    return (await this.checksums()).digest;
+  }
+
+  /** Its stores' checksum coverage added up; the digest combines theirs (null unless all have one). */
+  async checksums() {
     this.#check();
-    const digests = await Promise.all(this.#stores.map((s) => s.digest()));
-    return digests.every((d) => typeof d === 'string') ? this.#combine(digests) : null;
+    const all = await Promise.all(this.#stores.map((s) => s.checksums()));
+    const digests = all.map((c) => c.digest);
+    return {
+      present: all.some((c) => c.present),
+      covered: all.reduce((a, c) => a + c.covered, 0),
+      total: all.reduce((a, c) => a + c.total, 0),
+      digest: digests.every((d) => typeof d === 'string') ? this.#combine(digests) : null,
+    };
   }
 
   /** Which reads of its stores are checked: their mode when they share one. */

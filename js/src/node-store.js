@@ -395,6 +395,11 @@ export function nodeApi(wasm) {
       return this.#inner.digest();
     }
 
+    /** What the store's checksums cover (see store.js). */
+    checksums() {
+      return this.#inner.checksums();
+    }
+
     stats() {
       return this.#inner.stats();
     }

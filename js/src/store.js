@@ -326,7 +326,12 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
 
     /** Loads the table pages `missing()` names until none are missing, then returns `then()`
      *  right after, so the caller can plan with no await in between. `alongside`, a load of
-     *  other bytes the plan needs, goes in the same round of requests. */
+     *  other bytes the plan needs, goes in the same round of requests.
+     *  @template T
+     *  @param {() => Float64Array | number[]} missing
+     *  @param {() => T} then
+     *  @param {Promise<void> | null} [alongside]
+     *  @returns {Promise<T>} */
     async #withTable(missing, then, alongside = null) {
       for (let attempt = 0; ; attempt++) {
         this.#check();
@@ -379,8 +384,7 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
     /** A checksum mismatch from wasm, its message naming the store (URL secrets redacted). */
     #checksumError(e) {
       const err = loaderxError('LOADERX_CORRUPT', `${labelOf(this.#source)}: ${e.message}`, { index: e.index, file: e.file, offset: e.offset });
-      err.checksum = true;
-      return err;
+      return Object.assign(err, { checksum: true });
     }
 
     /** Drops the cached copies of a plan's ranges, so they are read from the source again. */
@@ -756,16 +760,26 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
      * their writer left it. Reads the whole table and checksums.
      */
     async digest() {
-      return this.#guard('digest', async () => {
+      return (await this.checksums()).digest;
+    }
+
+    /**
+     * What the store's checksums cover, from its table and checksums.lx (no record is read):
+     * `{present, covered, total, digest}`, `covered` being the records a checksum covers of
+     * `total`, `digest` as `digest()` gives it.
+     */
+    async checksums() {
+      return this.#guard('reading the checksums', async () => {
         const reader = this.#reader;
-        if (!reader.hasChecksums) return null;
+        const total = reader.length;
+        if (!reader.hasChecksums) return { present: false, covered: 0, total, digest: null };
         const stale = await this.#wholeTable();
-        for (let start = 0; start < reader.length; start += STATS_SPAN) {
-          const end = Math.min(reader.length, start + STATS_SPAN);
+        for (let start = 0; start < total; start += STATS_SPAN) {
+          const end = Math.min(total, start + STATS_SPAN);
           const ranges = reader.slotRangesSpan(start, end);
           if (ranges.length) await this.#loadSlots(ranges);
         }
-        return reader.contentDigest(stale) ?? null;
+        return { present: true, covered: reader.coveredCount(), total, digest: reader.contentDigest(stale) ?? null };
       });
     }
 

@@ -222,6 +222,7 @@ export class WorkerStore {
   lengths(indices) { return this.#call('lengths', () => [this.#indices(indices)]); }
   stats() { return this.#call('stats', () => []); }
   digest() { return this.#call('digest', () => []); }
+  checksums() { return this.#call('checksums', () => []); }
   get verifyMode() { this.#check(); return this.#meta.verifyMode; }
   setVerify(mode) {
     this.#check();

@@ -56,6 +56,9 @@ const ops = {
   async digest([id]) {
     return [await store(id).digest(), []];
   },
+  async checksums([id]) {
+    return [await store(id).checksums(), []];
+  },
   async setVerify([id, mode]) {
     store(id).setVerify(mode);
     return [null, []];

@@ -29,7 +29,7 @@ print(json.dumps(out))
 `;
   const env = { ...process.env };
   delete env.PYTHONPATH;
-  return JSON.parse(execFileSync(PYTHON, ['-c', code, root], { env, encoding: 'utf8', timeout: 120000 }).trim().split('\n').at(-1));
+  return JSON.parse(execFileSync(PYTHON, ['-c', code, root], { env, encoding: 'utf8', timeout: 120000 }).trim().split('\n').at(-1) ?? '{}');
 }
 
 /** `[offset, stored]` of every live record, from meta.zr. */
@@ -45,6 +45,7 @@ function records(dir) {
 
 /** A store's files cut to what they hold, for memory and HTTP. */
 function memoryFiles(dir) {
+  /** @type {Record<string, Uint8Array>} */
   const out = {};
   for (const name of ['meta.zr', '0.zr', 'schema.msgpack', 'dict.zr', 'checksums.lx']) {
     const p = join(dir, name);
@@ -114,7 +115,7 @@ test('every flipped stored byte is caught, from files and from memory', { skip: 
 function flippingFetch(plan) {
   return async (url, init) => {
     const res = await fetch(url, init);
-    const name = new URL(url).pathname.split('/').at(-1);
+    const name = new URL(url).pathname.split('/').at(-1) ?? '';
     if (!/^\d+\.zr$/.test(name) || plan.flips === 0 || !init?.headers?.Range) return res;
     plan.flips--;
     const body = new Uint8Array(await res.arrayBuffer());
@@ -150,7 +151,7 @@ test('over HTTP a damaged range is fetched again, then rejected, and never cache
     const off = await open('off');
     plan.flips = 1;
     const got = await off.gather([0, 1, 2, 3]).then((v) => v, (err) => err);
-    assert.ok(got instanceof Error ? !got.checksum : JSON.stringify(got) !== JSON.stringify(want), 'unchecked, the damage goes through');
+    assert.ok(got instanceof Error ? !(/** @type {any} */ (got).checksum) : JSON.stringify(got) !== JSON.stringify(want), 'unchecked, the damage goes through');
     plan.flips = 0;
     await store.close();
     await off.close();

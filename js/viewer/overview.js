@@ -84,13 +84,29 @@ export class Overview {
       disk: card('Files', pending('…'), { k: 'apparent-bytes', v: '' }),
       ratio: card('Compression', pending('…'), { k: 'compression', v: '' }),
       reclaim: card('Reclaimable', pending('…'), { k: 'reclaimable', v: '' }),
+      sums: card('Checksums', pending('…'), { k: 'checksums', v: '' }),
       dict: card('Dictionary', store.hasDict ? 'yes' : 'none', { k: 'dict', v: store.hasDict ? 'yes' : 'no', sub: store.hasDict ? 'records are compressed with a trained zstd dictionary' : 'no trained zstd dictionary' }),
     };
     const verifyBtn = el('button', { class: 'btn small', type: 'button' }, 'Verify all records');
-    const verifyOut = el('div', { class: 'card-sub verify-out', dataset: { k: 'verify' } }, 'decodes every record and checks its length and bounds');
+    const verifyOut = el('div', { class: 'card-sub verify-out', dataset: { k: 'verify' } }, 'checks every record against its checksum, or decodes it, and checks its length and bounds');
     const verifyCard = el('section', { class: 'card integrity' }, el('h3', {}, 'Integrity'), el('div', { class: 'card-value' }, verifyBtn), verifyOut);
     verifyBtn.onclick = () => this.#verify(token, store, verifyBtn, verifyOut);
-    this.root.replaceChildren(cards.records, schemaCard, cards.disk, cards.ratio, cards.reclaim, cards.dict, decoding, verifyCard);
+    this.root.replaceChildren(cards.records, schemaCard, cards.disk, cards.ratio, cards.reclaim, cards.dict, cards.sums, decoding, verifyCard);
+    store.checksums().then((c) => {
+      if (token !== this.token) return;
+      const next = c.present
+        ? card('Checksums', `${fmtInt(c.covered)} of ${fmtInt(c.total)}`, {
+          k: 'checksums', v: `${c.covered}/${c.total}`,
+          sub: c.digest ? `records covered by a checksum; content digest ${c.digest}` : 'records covered by a checksum (the rest read unchecked; loaderx checksum add covers them)',
+        })
+        : card('Checksums', 'none', { k: 'checksums', v: `0/${c.total}`, sub: 'no checksums.lx: written by loaderx 0.9.11 or an older loaderx (loaderx checksum add adds them)' });
+      cards.sums.replaceWith(next);
+      cards.sums = next;
+    }, (e) => {
+      if (token !== this.token) return;
+      $('.card-value', HTMLElement, cards.sums).replaceChildren(pending('unavailable'));
+      this.hooks.onError(e, 'Reading the checksums');
+    });
 
     /** Puts `next` in place of card `name`. @param {'disk' | 'ratio' | 'reclaim'} name @param {HTMLElement} next */
     const swap = (name, next) => {
@@ -153,11 +169,15 @@ export class Overview {
       if (token !== this.token) return;
       const badCount = r.bad.length + (r.unlisted ?? 0);
       out.dataset.v = r.ok ? 'ok' : `bad:${badCount}`;
+      const c = r.checksums;
+      const sums = el('div', { class: 'dim', dataset: { k: 'verified', v: `${c.verified}/${r.checked}` } },
+        `checksums: ${fmtInt(c.verified)} verified, ${fmtInt(c.mismatched)} mismatched, ${fmtInt(c.uncovered)} without one`
+        + (c.unverified ? `, ${fmtInt(c.unverified)} unverified (changed by another writer since)` : ''));
       if (r.ok) {
-        out.replaceChildren(el('span', { class: 'ok' }, `✓ all ${fmtInt(r.checked)} records decode and check out`));
+        out.replaceChildren(el('span', { class: 'ok' }, `✓ all ${fmtInt(r.checked)} records decode and check out`), sums);
       } else {
         const links = r.bad.slice(0, 12).map((b) => el('a', { href: '#', title: b.message, onclick: (ev) => { ev.preventDefault(); this.hooks.onOpenRecord(b.index); } }, `#${b.index}`));
-        out.replaceChildren(el('span', { class: 'bad-text' }, `✕ ${fmtInt(badCount)} of ${fmtInt(r.checked)} records are bad: `), ...links.flatMap((a, i) => (i ? [', ', a] : [a])), r.bad.length > 12 ? ' …' : '');
+        out.replaceChildren(el('span', { class: 'bad-text' }, `✕ ${fmtInt(badCount)} of ${fmtInt(r.checked)} records are bad: `), ...links.flatMap((a, i) => (i ? [', ', a] : [a])), r.bad.length > 12 ? ' …' : '', sums);
       }
     } catch (e) {
       if (token !== this.token) return;

@@ -103,7 +103,8 @@ impl SidecarWriter {
             let sum = match SidecarHeader::parse(&head) {
                 Ok(h) => h.resume(&meta.header(), stale_entry(meta)),
                 Err(e @ (SidecarError::Version(_) | SidecarError::Hash(_))) => {
-                    let why = format!("{e}: written by a newer loaderx, so this one does not change the store");
+                    let why =
+                        format!("{e}: written by a newer loaderx, so this one does not change the store");
                     return Err(Error::corrupt_at(path, 0, why));
                 }
                 // A damaged header: the slots are kept, unsealed, until a backfill rechecks them.
@@ -150,7 +151,12 @@ impl SidecarWriter {
 
     /// Writes the header: the table `before` the commit and `after` it, and the entry the commit
     /// writes first at the old length (`pending`); sealed while the writer knows the sum.
-    pub(crate) fn write_header(&mut self, before: TableState, after: TableState, pending: [u8; 16]) -> Result<()> {
+    pub(crate) fn write_header(
+        &mut self,
+        before: TableState,
+        after: TableState,
+        pending: [u8; 16],
+    ) -> Result<()> {
         let header = SidecarHeader { sealed: self.sum.is_some(), before, after, pending };
         io::write_all_at(&self.file, &header.to_bytes(), 0, &self.path)?;
         self.dirty = true;

@@ -173,9 +173,9 @@ impl Classify for Error {
 
     fn index(&self) -> Option<u64> {
         match self {
-            Error::IndexOutOfRange { index, .. } | Error::Decode { index, .. } | Error::Checksum { index, .. } => {
-                Some(*index)
-            }
+            Error::IndexOutOfRange { index, .. }
+            | Error::Decode { index, .. }
+            | Error::Checksum { index, .. } => Some(*index),
             Error::Corrupt { index, .. } => *index,
             Error::DoesNotFit(misfit) => Some(misfit.index),
             // The record's position among those being written (an append's, a conversion's).
@@ -194,7 +194,9 @@ impl Error {
     /// The file holding the damaged bytes, for corrupt-data errors.
     pub fn file(&self) -> Option<&Path> {
         match self {
-            Error::Corrupt { file, .. } | Error::Decode { file, .. } | Error::Checksum { file, .. } => Some(file),
+            Error::Corrupt { file, .. } | Error::Decode { file, .. } | Error::Checksum { file, .. } => {
+                Some(file)
+            }
             _ => None,
         }
     }

@@ -86,7 +86,9 @@ pub fn checksums(data: &[u8]) {
         // record bytes: a verdict, never a panic, and verified only when the hash matches.
         let loc = slot.map(|s| RecordLoc::read(&s.entry).unwrap_or_default()).unwrap_or_default();
         match check(slot.as_ref(), &loc, stored) {
-            Verdict::Verified => assert_eq!(slot.map(|s| s.hash), Some(loaderx_core::checksum::record_hash(stored))),
+            Verdict::Verified => {
+                assert_eq!(slot.map(|s| s.hash), Some(loaderx_core::checksum::record_hash(stored)))
+            }
             Verdict::Mismatch { expected, found } => assert_ne!(expected, found),
             Verdict::Uncovered => {}
         }

@@ -75,6 +75,7 @@ pub use conversion::{Conversion, ConvertOptions, WriteMode};
 pub use error::{Error, Result};
 pub use files::{read_schema, write_schema};
 pub use io::disk_usage;
+pub use loaderx_core::checksum::{Coverage, VerifyMode};
 pub use loaderx_core::error::{Classify, ErrorKind, Location, StoreFile};
 pub use loaderx_core::format::{Codec, Header, RecordLoc};
 pub use loaderx_core::schema::{Layout, Schema};
@@ -82,7 +83,6 @@ pub use location::{check_writable, is_url};
 pub use many::{commit, identify, read_manifest, write_manifest, Found, Many};
 pub use options::{CacheConfig, RemoteOptions};
 pub use records::{packed, Joined, Records};
-pub use loaderx_core::checksum::{Coverage, VerifyMode};
 pub use store::{OpenOptions, Stats, Store, VerifyReport};
 pub use writer::Backfill;
 

@@ -130,7 +130,9 @@ impl Reader {
     pub(crate) fn new(source: Arc<dyn ChunkSource>, overlay: Overlay) -> Reader {
         let at = PathBuf::from(source.shown());
         let overlay = (!overlay.is_empty()).then(|| Applied { overlay, live: AtomicBool::new(true) });
-        let verify = AtomicU8::new(VerifyMode::ALL.iter().position(|&m| m == VerifyMode::default()).unwrap_or(0) as u8);
+        let verify = AtomicU8::new(
+            VerifyMode::ALL.iter().position(|&m| m == VerifyMode::default()).unwrap_or(0) as u8,
+        );
         Reader { source, at, overlay, verify, changed: Mutex::new(None) }
     }
 
@@ -178,7 +180,12 @@ impl Reader {
 
     /// The checksum covering each planned record of `entries` (request order, strict plan),
     /// `None` where none does; empty when reads through `view` are not checked.
-    fn expected(&self, view: &dyn View, entries: &[(u64, RecordLoc)], slots: &[Slot]) -> Result<Vec<Option<u64>>> {
+    fn expected(
+        &self,
+        view: &dyn View,
+        entries: &[(u64, RecordLoc)],
+        slots: &[Slot],
+    ) -> Result<Vec<Option<u64>>> {
         if !self.checks(view) {
             return Ok(Vec::new());
         }
@@ -465,7 +472,9 @@ impl Reader {
                 // The block's table could not be read: each record on its own, to name them.
                 drop(e);
                 for &index in &indices {
-                    if let Err(e) = self.verify_block(&*view, &[index], deep, &mut buf, &mut standing, &mut report) {
+                    if let Err(e) =
+                        self.verify_block(&*view, &[index], deep, &mut buf, &mut standing, &mut report)
+                    {
                         report.bad.push((index, e.to_string()));
                     }
                 }
@@ -513,7 +522,8 @@ impl Reader {
         let locs: HashMap<u64, RecordLoc> = entries.iter().copied().collect();
         for (k, slot) in plan.slots.iter().enumerate() {
             let range = &plan.ranges[slot.range];
-            let stored = pieces[slot.range].get(slot.at as usize..(slot.at + u64::from(slot.stored)) as usize);
+            let stored =
+                pieces[slot.range].get(slot.at as usize..(slot.at + u64::from(slot.stored)) as usize);
             if let (Some(loc), Some(stored)) = (locs.get(&slot.index), stored) {
                 let covering = found.get(k).copied().flatten();
                 let verdict = checksum::check(covering.as_ref(), loc, stored);

@@ -222,7 +222,8 @@ impl Writer {
             })
             .collect();
         // 2. Their checksums, then the sidecar header naming the table before and after.
-        let slots: Vec<Slot> = locs.iter().zip(&encoded).map(|(loc, (_, hash))| Slot::new(loc, *hash)).collect();
+        let slots: Vec<Slot> =
+            locs.iter().zip(&encoded).map(|(loc, (_, hash))| Slot::new(loc, *hash)).collect();
         self.sidecar.write_slots(length, &slots)?;
         let meta = shared.meta();
         let new_length = length + places.len() as u64;
@@ -323,7 +324,8 @@ impl Writer {
                 }
             }
             let header = meta.header();
-            let after_header = Header { tail_chunk: plan.tail.chunk, tail_offset: plan.tail.offset, ..header };
+            let after_header =
+                Header { tail_chunk: plan.tail.chunk, tail_offset: plan.tail.offset, ..header };
             let stale = stale_entry(&meta);
             self.commit_states(&meta, after_header, stale, sum, stale.unwrap_or_default().to_bytes())?;
             self.sidecar.set_sum(sum);

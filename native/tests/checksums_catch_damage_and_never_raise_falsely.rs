@@ -101,7 +101,7 @@ fn fetched_leaves_local_reads_unchecked_and_verify_reports_damage() {
     assert_eq!(report.coverage.verified, 4);
     assert_eq!(report.bad.len(), 1);
     assert!(report.bad[0].1.contains("checksum mismatch"), "{:?}", report.bad);
-    assert_eq!(store.content_digest().unwrap().is_some(), true, "the digest never reads records");
+    assert!(store.content_digest().unwrap().is_some(), "the digest never reads records");
 }
 
 /// The reference's delete: each hole filled with the last entry, in descending order.
@@ -149,7 +149,14 @@ fn foreign_append(dir: &Path, records: &[&[u8]]) {
     for r in records {
         write_at(&dir.join("0.zr"), u64::from(tail), r);
         let n = r.len() as u32;
-        let loc = RecordLoc { offset: tail, phys_length: n, logic_length: n, chunk_id: 0, compress: 0, reserved: 0 };
+        let loc = RecordLoc {
+            offset: tail,
+            phys_length: n,
+            logic_length: n,
+            chunk_id: 0,
+            compress: 0,
+            reserved: 0,
+        };
         set_entry(dir, length, &loc);
         length += 1;
         tail += n;

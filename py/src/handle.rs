@@ -286,9 +286,8 @@ impl Handle {
 
     /// Sets which reads are checked against the checksums: `off`, `fetched` or `always`.
     fn set_verify(&self, mode: &str) -> PyResult<()> {
-        let mode = VerifyMode::from_name(mode).ok_or_else(|| {
-            argument(format!("verify must be 'off', 'fetched' or 'always', not {mode:?}"))
-        })?;
+        let mode = VerifyMode::from_name(mode)
+            .ok_or_else(|| argument(format!("verify must be 'off', 'fetched' or 'always', not {mode:?}")))?;
         self.records()?.set_verify_mode(mode);
         Ok(())
     }

@@ -18,7 +18,7 @@ from _lxhelpers import NGINX, OUR_PYTHON, SCRIPTS, nginx_serving, run_json
 from loaderx import errors
 from loaderx.converter import from_iterator, from_numpy
 from loaderx.dataloader import DataLoader
-from loaderx.dataset import DenseDataset, RaggedDataset
+from loaderx.dataset import DenseDataset
 from loaderx.zrecord import Zrecord
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))

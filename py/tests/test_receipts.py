@@ -94,7 +94,10 @@ def test_a_mix_receipt_follows_new_weights_after_a_resume(tmp_path):
         return DataLoader.mix(sources, weights, batch_size=10, mode="cyclic", seed=5, num_workers=1)
 
     loader = mixed([0.5, 0.5])
-    seen = {loader.step: [next(loader)["x"][:, 0].tolist()] for _ in range(4)}
+    seen = {}
+    for _ in range(4):
+        step = loader.step
+        seen[step] = [next(loader)["x"][:, 0].tolist()]
     state = loader.state_dict()
     loader.close()
     loader = mixed([0.9, 0.1])

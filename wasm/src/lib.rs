@@ -27,7 +27,7 @@ mod sampler;
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
 pub use job::DecodeJob;
 pub use manifest::{identify, manifest_file, names_a_file, Manifest};
-pub use reader::{blank_scan_window, blank_tail_problem, Plan, Reader, MAX_OUT};
+pub use reader::{blank_scan_window, blank_tail_problem, combined_digest, Plan, Reader, MAX_OUT};
 pub use sampler::Sampler;
 
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]

@@ -148,7 +148,11 @@ impl Reader {
     pub fn slot_ranges_span(&self, start: f64, end: f64) -> Result<Vec<f64>, JsValue> {
         let Some((Ok(_), cache)) = &self.sidecar else { return Ok(Vec::new()) };
         let (start, end) = (size(start, "start")?, size(end, "end")?);
-        Ok(cache.missing(start..end, SLOT_RANGE).iter().flat_map(|r| [r.start as f64, r.end as f64]).collect())
+        Ok(cache
+            .missing(start..end, SLOT_RANGE)
+            .iter()
+            .flat_map(|r| [r.start as f64, r.end as f64])
+            .collect())
     }
 
     /// Stores bytes read from `checksums.lx` at `start` (a range `slotRanges` named).
@@ -185,6 +189,21 @@ impl Reader {
         Ok(sealed)
     }
 
+    /// Records whose checksum covers them, of those whose table page and slot are loaded.
+    #[wasm_bindgen(js_name = coveredCount)]
+    pub fn covered_count(&self) -> f64 {
+        let Some((Ok(_), cache)) = &self.sidecar else { return 0.0 };
+        let covered = (0..u64::from(self.header.length))
+            .filter(|&i| {
+                let (Some(loc), Some(Some(slot))) = (self.table.entry(i), cache.slot(i)) else {
+                    return false;
+                };
+                slot.covers(&loc)
+            })
+            .count();
+        covered as f64
+    }
+
     /// The digest of the store's content (`loaderx_core::checksum::content_digest`), from the
     /// schema, dictionary, table and checksums (every table page and slot loaded), or undefined
     /// unless checksums cover every record and the table is as their writer left it.
@@ -197,7 +216,11 @@ impl Reader {
             let loc = self.loaded_entry(i)?;
             let slot = cache.slot(i).ok_or_else(|| argument("load every slot first (slotRangesSpan)"))?;
             match slot.filter(|s| s.covers(&loc)) {
-                Some(s) => records.push(Covered { logic_length: loc.logic_length, compress: loc.compress, hash: s.hash }),
+                Some(s) => records.push(Covered {
+                    logic_length: loc.logic_length,
+                    compress: loc.compress,
+                    hash: s.hash,
+                }),
                 None => return Ok(None),
             }
         }
@@ -458,7 +481,8 @@ pub(crate) fn decode_pieces(
 ) -> (Vec<u8>, Vec<Result<(), ReadError>>) {
     let pieces: Vec<&[u8]> = bounds.iter().map(|&(at, n)| &data[at..at + n]).collect();
     let mut out = vec![0u8; out_len(slots)];
-    let results = decode_all(slots, ranges, &pieces, dict, view, expected, read::split_outputs(slots, &mut out));
+    let results =
+        decode_all(slots, ranges, &pieces, dict, view, expected, read::split_outputs(slots, &mut out));
     (out, results)
 }
 

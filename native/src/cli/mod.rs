@@ -221,7 +221,9 @@ where
         Command::Info { store, json } => info(&store, json),
         Command::Stats { store, json } => stats(&store, json),
         Command::Verify { store, deep, show, json } => verify(&store, deep, show, json),
-        Command::Checksum { action: ChecksumAction::Add { store, adopt, json } } => checksum_add(&store, adopt, json),
+        Command::Checksum { action: ChecksumAction::Add { store, adopt, json } } => {
+            checksum_add(&store, adopt, json)
+        }
         Command::Compact { store, json } => compact(&store, json),
         Command::Head { store, count, values, json } => head(&store, count, values, json),
         Command::Cat { store, indices, values, raw, json } => cat(&store, &indices, values, raw, json),

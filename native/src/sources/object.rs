@@ -25,7 +25,9 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use loaderx_core::checksum::{SidecarError, SidecarHeader, Slot, SlotCache, SIDECAR_HEADER};
 use loaderx_core::codec::Dictionary;
-use loaderx_core::format::{entry_offset, Header, RecordLoc, ENTRY_SIZE, HEADER_SIZE, MAX_CHUNKS, MAX_RECORDS};
+use loaderx_core::format::{
+    entry_offset, Header, RecordLoc, ENTRY_SIZE, HEADER_SIZE, MAX_CHUNKS, MAX_RECORDS,
+};
 use loaderx_core::open::{
     self, Fetched, Overlay, CHECKSUM_FILE, DICT_FILE, JOURNAL_FILE, META_FILE, SCHEMA_FILE,
 };
@@ -556,12 +558,15 @@ impl View for ObjectView<'_> {
         let src = self.0;
         let missing = src.table.lock().unwrap_or_else(|e| e.into_inner()).missing(indices.iter().copied());
         let slots = match &src.sidecar {
-            Some(s) => s.slots.lock().unwrap_or_else(|e| e.into_inner()).missing(indices.iter().copied(), MAX_RANGE),
+            Some(s) => {
+                s.slots.lock().unwrap_or_else(|e| e.into_inner()).missing(indices.iter().copied(), MAX_RANGE)
+            }
             None => Vec::new(),
         };
         if !missing.is_empty() || !slots.is_empty() {
-            let (pages, slot_pages) =
-                src.block(async { futures::try_join!(src.ranges(META_FILE, &missing), src.ranges(CHECKSUM_FILE, &slots)) })?;
+            let (pages, slot_pages) = src.block(async {
+                futures::try_join!(src.ranges(META_FILE, &missing), src.ranges(CHECKSUM_FILE, &slots))
+            })?;
             if let Some(sidecar) = &src.sidecar {
                 let mut cache = sidecar.slots.lock().unwrap_or_else(|e| e.into_inner());
                 slots.iter().zip(slot_pages).for_each(|(range, bytes)| cache.insert(range.start, &bytes));
@@ -587,7 +592,11 @@ impl View for ObjectView<'_> {
     fn slots(&self, indices: &[u64]) -> Result<Vec<Option<Slot>>> {
         let src = self.0;
         let Some(sidecar) = &src.sidecar else { return Ok(Vec::new()) };
-        let missing = sidecar.slots.lock().unwrap_or_else(|e| e.into_inner()).missing(indices.iter().copied(), MAX_RANGE);
+        let missing = sidecar
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .missing(indices.iter().copied(), MAX_RANGE);
         if !missing.is_empty() {
             let pages = src.block(src.ranges(CHECKSUM_FILE, &missing))?;
             let mut cache = sidecar.slots.lock().unwrap_or_else(|e| e.into_inner());
