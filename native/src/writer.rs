@@ -152,7 +152,8 @@ impl Writer {
         if codec == Codec::ZstdDict && dict.is_none() {
             return Err(Error::Dictionary("codec zstd_dict needs a dictionary: train one first".into()));
         }
-        // Each record is encoded and its stored bytes hashed in one pass, while they are in cache.
+        // A compressed record's frame is hashed as it is made, while it is in cache; raw records
+        // are hashed while their bytes are written (below), on the core the write leaves idle.
         let encoded: Vec<(Encoded, u64)> = ranges
             .par_iter()
             .map_init(
@@ -160,7 +161,7 @@ impl Writer {
                 |enc, r| {
                     let e = enc.encode(&src[r.clone()], codec)?;
                     let hash = match &e {
-                        Encoded::Raw => record_hash(&src[r.clone()]),
+                        Encoded::Raw => 0,
                         Encoded::Compressed(_, frame) => record_hash(frame),
                     };
                     Ok::<_, loaderx_core::codec::CodecError>((e, hash))
@@ -184,30 +185,41 @@ impl Writer {
         // it; other runs are staged into one buffer first.
         let files = &self.chunk_files;
         let lens: Vec<u32> = stored.iter().map(|(_, b)| b.len() as u32).collect();
-        write_runs(&places, &lens).par_iter().try_for_each(|run| {
-            let (id, offset) = places[run.start];
-            let path = chunk_path(dir, id);
-            let file = files.get(usize::from(id)).and_then(Option::as_ref);
-            let file = file.ok_or_else(|| Error::corrupt(&path, "chunk file missing"))?;
-            let (first, last) = (run.start, run.end - 1);
-            let from_src = (first..last).all(|k| {
-                stored[k].0 == Codec::Raw
-                    && stored[k + 1].0 == Codec::Raw
-                    && ranges[k].end == ranges[k + 1].start
-            });
-            let staged: Vec<u8>;
-            let bytes = if run.len() == 1 {
-                stored[first].1
-            } else if from_src {
-                &src[ranges[first].start..ranges[last].end]
-            } else {
-                let mut buf = Vec::with_capacity(lens[run.clone()].iter().map(|&n| n as usize).sum());
-                stored[run.clone()].iter().for_each(|(_, b)| buf.extend_from_slice(b));
-                staged = buf;
-                &staged
-            };
-            io::write_all_at(file, bytes, u64::from(offset), &path)
-        })?;
+        let hash_raw = || -> Vec<u64> {
+            stored
+                .par_iter()
+                .zip(&encoded)
+                .map(|((c, b), (_, h))| if *c == Codec::Raw { record_hash(b) } else { *h })
+                .collect()
+        };
+        let write = || {
+            write_runs(&places, &lens).par_iter().try_for_each(|run| {
+                let (id, offset) = places[run.start];
+                let path = chunk_path(dir, id);
+                let file = files.get(usize::from(id)).and_then(Option::as_ref);
+                let file = file.ok_or_else(|| Error::corrupt(&path, "chunk file missing"))?;
+                let (first, last) = (run.start, run.end - 1);
+                let from_src = (first..last).all(|k| {
+                    stored[k].0 == Codec::Raw
+                        && stored[k + 1].0 == Codec::Raw
+                        && ranges[k].end == ranges[k + 1].start
+                });
+                let staged: Vec<u8>;
+                let bytes = if run.len() == 1 {
+                    stored[first].1
+                } else if from_src {
+                    &src[ranges[first].start..ranges[last].end]
+                } else {
+                    let mut buf = Vec::with_capacity(lens[run.clone()].iter().map(|&n| n as usize).sum());
+                    stored[run.clone()].iter().for_each(|(_, b)| buf.extend_from_slice(b));
+                    staged = buf;
+                    &staged
+                };
+                io::write_all_at(file, bytes, u64::from(offset), &path)
+            })
+        };
+        let (written, hashes) = rayon::join(write, hash_raw);
+        written?;
         let locs: Vec<RecordLoc> = places
             .iter()
             .zip(&stored)
@@ -222,8 +234,7 @@ impl Writer {
             })
             .collect();
         // 2. Their checksums, then the sidecar header naming the table before and after.
-        let slots: Vec<Slot> =
-            locs.iter().zip(&encoded).map(|(loc, (_, hash))| Slot::new(loc, *hash)).collect();
+        let slots: Vec<Slot> = locs.iter().zip(&hashes).map(|(loc, hash)| Slot::new(loc, *hash)).collect();
         self.sidecar.write_slots(length, &slots)?;
         let meta = shared.meta();
         let new_length = length + places.len() as u64;

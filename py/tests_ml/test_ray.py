@@ -110,8 +110,11 @@ def test_a_ray_conversion_with_a_retried_task_lists_each_record_once(tmp_path):
     listed = manifest.stores(out)
     assert sum(n for _, n in listed) == N and len(listed) >= 3  # a store per write task
     assert sorted(p.name for p in (out / "parts").iterdir()) == sorted(s.split("/")[1] for s, _ in listed)
-    ds = DenseDataset(out)
+    ds = DenseDataset(out, verify="always")
     assert np.array_equal(np.sort(ds[:]), np.arange(N) * 2)
+    # Every store the sink wrote has checksums for every record (checksums.lx): a digest exists.
+    assert all((p / "checksums.lx").is_file() for p in (out / "parts").iterdir())
+    assert ds.digest is not None and ds.digest.startswith("sha256:")
     # Train from it: the loader over the manifest sees every record once per CYCLIC epoch.
     with DataLoader({"v": ds}, batch_size=100, mode=2, seed=1, num_workers=2) as loader:
         seen = np.concatenate([next(loader)["v"] for _ in range(N // 100)])

@@ -37,6 +37,8 @@ def compare_store(name, want, got):
         errs.append(f"{name}: typed shapes differ ({first_diff(got.get('shapes') or [], want['typed']['shapes'])})")
     if "lengths" in got and got["lengths"] != want["lengths"]:
         errs.append(f"{name}: lengths differ ({first_diff(got['lengths'], want['lengths'])})")
+    if "digest" in got and got["digest"] != want.get("digest"):
+        errs.append(f"{name}: content digest {got['digest']} != {want.get('digest')}")
     if got.get("schema") != want["schema"]:
         errs.append(f"{name}: schema {got.get('schema')} != {want['schema']}")
     if "array_type" in got and got["array_type"] != want["typed"]["array_type"]:

@@ -198,8 +198,15 @@ class Golden:
             at = array_type(np.dtype(schema["dtype"]))
         else:
             at = "Uint8Array"
+        # The content digest (checksums.lx), which every reader must compute the same.
+        z = Zrecord(self.out / name)
+        try:
+            digest = z.digest
+        finally:
+            z.close()
         self.stores[name] = {
             "path": name,
+            "digest": digest,
             "kind": kind,
             "codecs": codecs,
             "ops": ops,

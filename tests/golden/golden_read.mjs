@@ -43,6 +43,7 @@ export async function readStore(store) {
   const arrayType = Array.isArray(typed) ? (typed[0]?.constructor.name ?? s?.arrayType ?? 'Uint8Array') : typed.constructor.name;
   return {
     length: n,
+    digest: await store.digest(),
     lengths,
     records,
     typed_sha256: await sha256(concat(parts)),

@@ -37,6 +37,7 @@ def read_store(path):
         if n:
             z.gather(idx, buf, offsets)
         out["length"] = n
+        out["digest"] = z.digest
         out["lengths"] = [int(x) for x in lens]
         out["records"] = [hashlib.sha256(buf[int(o) : int(o + size)].tobytes()).hexdigest() for o, size in zip(offsets, lens)]
     finally:
