@@ -60,12 +60,15 @@ impl Stats {
 
 /// The bytes of store file `name` (of apparent size `size`) that hold data for a store with
 /// `header`: the header and live table of `meta.zr`, the written part of each chunk file
-/// (whole for chunks before the tail chunk, up to the tail offset in it, none after), all of
-/// any other file. Writers preallocate `meta.zr` and chunks as sparse files, so this, not the
-/// apparent size, is what a store holds; never more than `size`.
+/// (whole for chunks before the tail chunk, up to the tail offset in it, none after), the
+/// header and live records' slots of `checksums.lx`, all of any other file. Writers preallocate
+/// `meta.zr`, chunks and `checksums.lx` as sparse files, so this, not the apparent size, is what
+/// a store holds; never more than `size`.
 pub fn file_used(name: &str, size: u64, header: &Header) -> u64 {
     let held = if name == META_FILE {
         entry_offset(u64::from(header.length))
+    } else if name == crate::names::CHECKSUM_FILE {
+        crate::checksum::slot_offset(u64::from(header.length))
     } else if let Some(id) = chunk_id(name) {
         match id.cmp(&header.tail_chunk) {
             std::cmp::Ordering::Less => CHUNK_SIZE,
@@ -99,5 +102,8 @@ mod tests {
         assert_eq!(file_used("1.zr", CHUNK_SIZE, &header), 100);
         assert_eq!(file_used("2.zr", 4096, &header), 0);
         assert_eq!(file_used("schema.msgpack", 78, &header), 78);
+        let n = u64::from(header.length);
+        assert_eq!(file_used("checksums.lx", crate::checksum::SIDECAR_FULL_SIZE, &header), 128 + 24 * n);
+        assert_eq!(file_used("checksums.lx", 100, &header), 100, "a cut sidecar: what it holds");
     }
 }

@@ -357,6 +357,8 @@ await test('overview of a store opened by URL', async (newPage) => {
     eq(Number(v.reclaimable), st.reclaimable, `${name} reclaimable`);
     eq(v.dict, st.hasDict ? 'yes' : 'no', `${name} dictionary`);
     eq(v.decoding, 'threaded', `${name} decoding (the page is cross-origin isolated)`);
+    await page.waitForFunction(() => /** @type {HTMLElement | null} */ (document.querySelector('[data-k="checksums"]'))?.dataset.v);
+    eq(await page.$eval('[data-k="checksums"]', (e) => e.dataset.v), `0/${ref.length}`, `${name}: written by the reference, no checksums`);
     const shown = await page.$eval('#overview', (o) => o.innerText);
     check(shown.includes(`${st.compressionRatio.toFixed(2)}×`), `${name}: the ratio ${st.compressionRatio.toFixed(2)}× is not shown`);
     if (name === 'deleted_uncompacted') check(st.reclaimable > 0 && shown.includes('compact()'), 'reclaimable bytes are explained');
@@ -668,8 +670,10 @@ await test('sizes: the bytes used lead, the apparent size of preallocated files 
   // other files whole: what the native tool counts, read here from the header and the file sizes.
   const h = header(dir);
   const files = readdirSync(dir).map((f) => /** @type {[string, number]} */ ([f, statSync(join(dir, f)).size]));
-  const others = files.filter(([f]) => f !== 'meta.zr' && !/^\d+\.zr$/.test(f)).reduce((x, [, n]) => x + n, 0);
-  const used = 16 + 16 * h.length + h.tailChunk * 2 ** 32 + h.tailOffset + others;
+  const others = files.filter(([f]) => f !== 'meta.zr' && f !== 'checksums.lx' && !/^\d+\.zr$/.test(f)).reduce((x, [, n]) => x + n, 0);
+  // checksums.lx (preallocated too): its 128-byte header and 24 bytes per record.
+  const sums = files.some(([f]) => f === 'checksums.lx') ? 128 + 24 * h.length : 0;
+  const used = 16 + 16 * h.length + h.tailChunk * 2 ** 32 + h.tailOffset + others + sums;
   const apparent = files.reduce((x, [, n]) => x + n, 0);
   check(apparent > 100 * used, `the store is preallocated (apparent ${apparent}, used ${used})`);
   const card = await page.$eval('[data-k="used-bytes"]', (e) => ({ v: Number(e.dataset.v), lead: e.textContent, card: /** @type {HTMLElement} */ (e.closest('.card')).innerText }));
@@ -681,6 +685,15 @@ await test('sizes: the bytes used lead, the apparent size of preallocated files 
   check(card.card.indexOf(card.lead) < card.card.indexOf('GiB'), `the apparent size comes after: ${card.card}`);
   await page.click('.files summary');
   await shot(page, 'sizes', { clip: { x: 0, y: 0, width: 1400, height: 620 } });
+  // Written by loaderx: every record has a checksum, and verify checks them all.
+  check(sums > 0, 'the store has checksums.lx');
+  await page.waitForFunction(() => /** @type {HTMLElement | null} */ (document.querySelector('[data-k="checksums"]'))?.dataset.v);
+  eq(await page.$eval('[data-k="checksums"]', (e) => e.dataset.v), `${h.length}/${h.length}`, 'records covered by a checksum');
+  const digest = await (await nodeStore(dir)).digest();
+  check(digest && (await page.$eval('#overview', (o) => o.innerText)).includes(digest), 'the content digest is shown');
+  await page.click('text=Verify all records');
+  await page.waitForFunction(() => /** @type {HTMLElement | null} */ (document.querySelector('[data-k="verified"]'))?.dataset.v);
+  eq(await page.$eval('[data-k="verified"]', (e) => e.dataset.v), `${h.length}/${h.length}`, 'records verified');
 });
 
 await test('stores opened from the command line are titled by their folders', async (newPage) => {
