@@ -784,6 +784,10 @@ def section_ragged(args, ref, work):
     print()
 
 
+#: The sections whose code is in a script of its own, by the module that holds them.
+SCRIPT_SECTIONS = {"gather": "bench_limits", "remote": "bench_remote", "verify": "bench_verify"}
+
+
 def main():
     if "--worker" in sys.argv:
         worker_main()
@@ -830,25 +834,16 @@ def main():
                     section_store(args, ref, work)
                 elif name == "loader":
                     section_loader(args, ref, work)
-                elif name == "gather":
-                    sys.path.insert(0, str(ROOT / "scripts"))
-                    from bench_limits import section_gather
+                elif name in SCRIPT_SECTIONS:
+                    # Sections kept in scripts of their own: scripts/<module>.py, section_<name>.
+                    import importlib
 
-                    section_gather(args, work)
+                    sys.path.insert(0, str(ROOT / "scripts"))
+                    getattr(importlib.import_module(SCRIPT_SECTIONS[name]), f"section_{name}")(args, work)
                 elif name == "many":
                     section_many(args, work)
                 elif name == "ragged":
                     section_ragged(args, ref, work)
-                elif name == "remote":
-                    sys.path.insert(0, str(ROOT / "scripts"))
-                    from bench_remote import section_remote
-
-                    section_remote(args, work)
-                elif name == "verify":
-                    sys.path.insert(0, str(ROOT / "scripts"))
-                    from bench_verify import section_verify
-
-                    section_verify(args, work)
                 else:
                     section_transform(args, ref, work)
     finally:

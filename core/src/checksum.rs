@@ -456,23 +456,12 @@ impl SlotCache {
     /// The sidecar byte ranges holding the slots of `indices` that are not cached and lie in
     /// the file, as whole pages, sorted and coalesced up to `max_range` bytes.
     pub fn missing(&self, indices: impl IntoIterator<Item = u64>, max_range: u64) -> Vec<Range<u64>> {
-        let mut pages: Vec<u64> = indices
+        let pages = indices
             .into_iter()
             .filter(|&i| slot_offset(i) + SLOT_SIZE <= self.len)
             .map(|i| i * SLOT_SIZE / SLOT_PAGE)
-            .filter(|p| !self.pages.contains_key(p))
-            .collect();
-        pages.sort_unstable();
-        pages.dedup();
-        let mut out: Vec<Range<u64>> = Vec::new();
-        for page in pages {
-            let r = self.page_range(page);
-            match out.last_mut() {
-                Some(last) if last.end == r.start && r.end - last.start <= max_range => last.end = r.end,
-                _ => out.push(r),
-            }
-        }
-        out
+            .filter(|p| !self.pages.contains_key(p));
+        crate::read::page_ranges(pages, |p| self.page_range(p), max_range)
     }
 
     /// Stores bytes read at `start` (a page start, as [`SlotCache::missing`] gives). Pages the

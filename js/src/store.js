@@ -314,14 +314,19 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
       }
     }
 
-    async #loadTable(ranges) {
+    /** Reads ranges `[start, end, …]` of file `name` (concurrently) and hands each to `add`. */
+    async #loadRanges(name, ranges, add) {
       const pairs = [];
       for (let k = 0; k < ranges.length; k += 2) pairs.push([ranges[k], ranges[k + 1]]);
       await mapLimit(pairs, READ_CONCURRENCY, async ([start, end]) => {
-        const bytes = (await sourceBytes(this.#source, FILES.meta, start, end)) ?? new Uint8Array(0);
+        const bytes = (await sourceBytes(this.#source, name, start, end)) ?? new Uint8Array(0);
         this.#check();
-        this.#reader.addTable(start, bytes);
+        add(start, bytes);
       });
+    }
+
+    #loadTable(ranges) {
+      return this.#loadRanges(FILES.meta, ranges, (start, bytes) => this.#reader.addTable(start, bytes));
     }
 
     /** Loads the table pages `missing()` names until none are missing, then returns `then()`
@@ -343,14 +348,8 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
     }
 
     /** Loads ranges of checksums.lx (`[start, end, …]`). */
-    async #loadSlots(ranges) {
-      const pairs = [];
-      for (let k = 0; k < ranges.length; k += 2) pairs.push([ranges[k], ranges[k + 1]]);
-      await mapLimit(pairs, READ_CONCURRENCY, async ([start, end]) => {
-        const bytes = (await sourceBytes(this.#source, FILES.checksums, start, end)) ?? new Uint8Array(0);
-        this.#check();
-        this.#reader.addSlots(start, bytes);
-      });
+    #loadSlots(ranges) {
+      return this.#loadRanges(FILES.checksums, ranges, (start, bytes) => this.#reader.addSlots(start, bytes));
     }
 
     /** `#withTable` for the entries of `idx` (checking the indices), with the checksums of

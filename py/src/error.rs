@@ -30,19 +30,9 @@ fn class_of(kind: ErrorKind) -> &'static str {
     }
 }
 
-/// The Python exception of a kind, with the error's fields.
+/// The Python exception `class` (the kind's, [`class_of`], or a subclass of it) of a kind, with
+/// the error's fields.
 fn build(
-    kind: ErrorKind,
-    message: String,
-    file: Option<String>,
-    offset: Option<u64>,
-    index: Option<u64>,
-) -> PyErr {
-    build_as(class_of(kind), kind, message, file, offset, index)
-}
-
-/// [`build`] with the class named `class` (a subclass of the kind's).
-fn build_as(
     class: &str,
     kind: ErrorKind,
     message: String,
@@ -81,24 +71,31 @@ pub(crate) fn to_py(e: loaderx_native::Error) -> PyErr {
         loaderx_native::Error::Checksum { .. } => "ChecksumError",
         _ => class_of(e.kind()),
     };
-    build_as(class, e.kind(), redact(&e.to_string()), file, e.offset(), e.index())
+    build(class, e.kind(), redact(&e.to_string()), file, e.offset(), e.index())
 }
 
 /// The Python exception for any core error (sampler, schema, plan).
 pub(crate) fn core_to_py(e: impl Classify + std::fmt::Display) -> PyErr {
     let file = e.location().map(|at| at.file.name());
     let offset = e.location().and_then(|at| at.offset);
-    build(e.kind(), e.to_string(), file, offset, e.index())
+    build(class_of(e.kind()), e.kind(), e.to_string(), file, offset, e.index())
 }
 
 /// A caller's argument is wrong.
 pub(crate) fn argument(message: String) -> PyErr {
-    build(ErrorKind::Argument, message, None, None, None)
+    build(class_of(ErrorKind::Argument), ErrorKind::Argument, message, None, None, None)
 }
 
 /// The error for a call on a closed handle.
 pub(crate) fn closed() -> PyErr {
-    build(ErrorKind::Closed, "I/O operation on a closed store".into(), None, None, None)
+    build(
+        class_of(ErrorKind::Closed),
+        ErrorKind::Closed,
+        "I/O operation on a closed store".into(),
+        None,
+        None,
+        None,
+    )
 }
 
 /// `{kind name: code}` for every kind: the one table of numeric codes `loaderx.errors` uses.

@@ -483,18 +483,21 @@ fn coverage_text(c: &crate::Coverage) -> String {
     text
 }
 
-fn checksum_add(path: &Path, adopt: bool, as_json: bool) -> Result<u8, Fail> {
+/// The one store at `path` that `command` writes (refused at a URL, or for a manifest).
+fn store_to_write(path: &Path, command: &str) -> Result<crate::Store, Fail> {
     writable(path)?;
-    let store = match open(path)? {
-        Source::One(store) => store,
-        Source::Many(m) => {
-            return Err(Fail::Usage(format!(
-                "{} is a manifest; checksum add works on one store: run it on each of its {} stores",
-                shown(path),
-                m.stores().len()
-            )))
-        }
-    };
+    match open(path)? {
+        Source::One(store) => Ok(store),
+        Source::Many(m) => Err(Fail::Usage(format!(
+            "{} is a manifest; {command} works on one store: run it on each of its {} stores",
+            shown(path),
+            m.stores().len()
+        ))),
+    }
+}
+
+fn checksum_add(path: &Path, adopt: bool, as_json: bool) -> Result<u8, Fail> {
+    let store = store_to_write(path, "checksum add")?;
     let bar = progress(store.len(), as_json, "checksumming");
     let fill = store.add_checksums(adopt, |done, _| bar.set_position(done)).map_err(Fail::store)?;
     bar.finish_and_clear();
@@ -528,17 +531,7 @@ fn checksum_add(path: &Path, adopt: bool, as_json: bool) -> Result<u8, Fail> {
 }
 
 fn compact(path: &Path, as_json: bool) -> Result<u8, Fail> {
-    writable(path)?;
-    let store = match open(path)? {
-        Source::One(store) => store,
-        Source::Many(m) => {
-            return Err(Fail::Usage(format!(
-                "{} is a manifest; compact works on one store: compact each of its {} stores",
-                shown(path),
-                m.stores().len()
-            )))
-        }
-    };
+    let store = store_to_write(path, "compact")?;
     let before = store.stats().map_err(Fail::store)?;
     store.compact().map_err(Fail::store)?;
     store.sync().map_err(Fail::store)?;
