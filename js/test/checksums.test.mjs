@@ -1,12 +1,13 @@
 // Per-record checksums (checksums.lx) in the wasm reader: every flipped stored byte of a raw,
 // zstd or zstd_dict record is caught under verify 'always', from files, memory and HTTP; over
-// HTTP, 'fetched' (the default) fetches a damaged range once more, then rejects; the digest is
-// the one Python computes.
+// HTTP (through a proxy that damages answers), 'fetched' (the default) fetches a damaged range
+// once more, then rejects; the digest is the one Python computes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, openSync, readSync, writeSync, closeSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { createServer } from 'node:http';
 import { serve } from '../scripts/serve.mjs';
 import { Store, HttpSource } from '../src/node.js';
 import { REPO, tempDir, removeDir } from './helpers/common.mjs';
@@ -111,30 +112,41 @@ test('every flipped stored byte is caught, from files and from memory', { skip: 
   }
 });
 
-/** A fetch that inverts one byte in the middle of the next `plan.flips` chunk-file answers. */
-function flippingFetch(plan) {
-  return async (url, init) => {
-    const res = await fetch(url, init);
-    const name = new URL(url).pathname.split('/').at(-1) ?? '';
-    if (!/^\d+\.zr$/.test(name) || plan.flips === 0 || !init?.headers?.Range) return res;
-    plan.flips--;
-    const body = new Uint8Array(await res.arrayBuffer());
-    body[body.length >> 1] ^= 0xff;
-    return new Response(body, { status: res.status, headers: res.headers });
-  };
+/**
+ * A proxy on 127.0.0.1 in front of `upstream` that inverts one byte in the middle of the next
+ * `plan.flips` answers to ranged GETs of chunk files (a transfer that damages data); every other
+ * request passes as is.
+ */
+async function flippingProxy(upstream, plan) {
+  const server = createServer(async (req, res) => {
+    const answer = await fetch(new URL(req.url ?? '/', upstream), { method: req.method, headers: req.headers.range ? { Range: req.headers.range } : {} });
+    const body = new Uint8Array(await answer.arrayBuffer());
+    const name = (req.url ?? '').split('?')[0].split('/').at(-1) ?? '';
+    if (/^\d+\.zr$/.test(name) && req.headers.range && plan.flips > 0 && body.length) {
+      plan.flips--;
+      body[body.length >> 1] ^= 0xff;
+    }
+    const headers = Object.fromEntries([...answer.headers].filter(([k]) => !['content-encoding', 'transfer-encoding', 'connection'].includes(k)));
+    res.writeHead(answer.status, headers);
+    res.end(body);
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', () => ok(null)));
+  const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
+  return { url: `http://127.0.0.1:${port}/`, close: () => new Promise((ok) => server.close(() => ok(null))) };
 }
 
 test('over HTTP a damaged range is fetched again, then rejected, and never cached', { skip: !available && !REQUIRED && 'no Python venv' }, async () => {
   const root = tempDir();
   const server = await serve({ root });
+  const plan = { flips: 0 };
+  const proxy = await flippingProxy(server.url, plan);
   try {
     pythonStores(root);
     const local = await Store.open(join(root, 'zstd'));
     const want = await local.gather([0, 1, 2, 3]);
     const want45 = await local.gather([4, 5]);
     await local.close();
-    const plan = { flips: 0 };
-    const open = (verify) => Store.open(new HttpSource(`${server.url}zstd/`, { fetch: flippingFetch(plan) }), verify ? { verify } : {});
+    const open = (verify) => Store.open(new HttpSource(`${proxy.url}zstd/`), verify ? { verify } : {});
     const store = await open();
     assert.equal(store.verifyMode, 'fetched');
     plan.flips = 1;
@@ -144,7 +156,7 @@ test('over HTTP a damaged range is fetched again, then rejected, and never cache
     const e = await store.gather([4, 5]).then(() => null, (err) => err);
     assert.ok(e?.checksum, `a twice-damaged range rejects: ${e}`);
     assert.match(e.message, /zstd/);
-    assert.ok(e.message.includes(new URL(server.url).host), e.message);
+    assert.ok(e.message.includes(new URL(proxy.url).host), e.message);
     assert.equal(plan.flips, 0);
     // Nothing damaged was cached: the same batch reads right now.
     assert.deepEqual(await store.gather([4, 5]), want45);
@@ -156,6 +168,7 @@ test('over HTTP a damaged range is fetched again, then rejected, and never cache
     await store.close();
     await off.close();
   } finally {
+    await proxy.close();
     await server.close();
     removeDir(root);
   }
