@@ -4,7 +4,8 @@ costs, each row against the same work unchecked, in one run, rounds interleaved,
     python scripts/bench.py verify [--quick] [--baseline-python PY]
 
 * 12 KiB raw gathers: random batches of 256 from a local store, ``verify="always"`` against
-  ``"off"`` (one thread: the caller's; and the DataLoader with 2 workers);
+  ``"off"``: ``Zrecord.gather`` into one buffer, ``DenseDataset[batch]`` (a new array each), and
+  the DataLoader with 2 workers;
 * cold remote epoch: one shuffled pass over a 12 KiB zstd store served over HTTP by nginx
   (through the test proxy, with 0 and 5 ms added per request), ``verify="fetched"`` (the
   default) against ``"off"``, no cache;
@@ -78,10 +79,22 @@ def _gathers(args, work, data):
     for _ in range(5 if args.quick else 9):
         rates["off"].append(_gather_rate(off, batches, out, offs))
         rates["always"].append(_gather_rate(always, batches, out, offs))
+    # DenseDataset indexing, as training code reads: a new array per batch.
+    views = {"off": DenseDataset(path, verify="off"), "always": DenseDataset(path, verify="always")}
+    indexed = {"off": [], "always": []}
+    for _ in range(5 if args.quick else 9):
+        for mode, ds in views.items():
+            t = time.perf_counter()
+            for b in batches:
+                ds[b]
+            indexed[mode].append(len(batches) * BATCH / (time.perf_counter() - t))
     print(f"12 KiB raw gathers, {n} records, batch {BATCH}   {'samples/s':>12}{'MiB/s':>10}{'ratio':>10}")
     o, a = median(rates["off"]), median(rates["always"])
-    _line('gather, verify="off"', o)
-    _line('gather, verify="always"', a, a / o)
+    _line('Zrecord.gather into a buffer, verify="off"', o)
+    _line('Zrecord.gather into a buffer, verify="always"', a, a / o)
+    o, a = median(indexed["off"]), median(indexed["always"])
+    _line('DenseDataset[batch], verify="off"', o)
+    _line('DenseDataset[batch], verify="always"', a, a / o)
     loads = {"off": [], "always": []}
     steps = 40 if args.quick else 150
     for _ in range(3 if args.quick else 5):
