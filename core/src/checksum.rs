@@ -461,7 +461,7 @@ impl SlotCache {
             .filter(|&i| slot_offset(i) + SLOT_SIZE <= self.len)
             .map(|i| i * SLOT_SIZE / SLOT_PAGE)
             .filter(|p| !self.pages.contains_key(p));
-        crate::read::page_ranges(pages, |p| self.page_range(p), max_range)
+        crate::plan::page_ranges(pages, |p| self.page_range(p), max_range)
     }
 
     /// Stores bytes read at `start` (a page start, as [`SlotCache::missing`] gives). Pages the

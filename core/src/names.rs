@@ -16,7 +16,7 @@ pub const DICT_FILE: &str = "dict.zr";
 pub const SCHEMA_FILE: &str = "schema.msgpack";
 /// The outcome of a delete that is running or was interrupted.
 pub const JOURNAL_FILE: &str = "delete.journal";
-/// Per-record checksums, when the store has them (see `crate::checksum`). Not `<digits>.zr`, so
+/// Per-record checksums, when the store has them (the checksum module). Not `<digits>.zr`, so
 /// the reference never takes it for a chunk file.
 pub const CHECKSUM_FILE: &str = "checksums.lx";
 /// A manifest (several stores read as one), by convention, in a directory of its own.

@@ -214,6 +214,28 @@ pub fn plan_compact(table: &[RecordLoc]) -> Result<CompactPlan, PlanError> {
     Ok(CompactPlan { moves, tail })
 }
 
+/// The byte ranges of `pages` (any order, repeats allowed), each page's range from `range`,
+/// sorted and with touching pages merged up to `max_range` bytes: what a ranged reader fetches
+/// for the pages of a file it caches (the table cache of `read`, the slot cache of `checksum`).
+pub fn page_ranges(
+    pages: impl IntoIterator<Item = u64>,
+    range: impl Fn(u64) -> Range<u64>,
+    max_range: u64,
+) -> Vec<Range<u64>> {
+    let mut pages: Vec<u64> = pages.into_iter().collect();
+    pages.sort_unstable();
+    pages.dedup();
+    let mut out: Vec<Range<u64>> = Vec::new();
+    for page in pages {
+        let r = range(page);
+        match out.last_mut() {
+            Some(last) if last.end == r.start && r.end - last.start <= max_range => last.end = r.end,
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -132,7 +132,7 @@ impl TableCache {
     pub fn missing(&self, indices: impl IntoIterator<Item = u64>) -> Vec<Range<u64>> {
         let pages =
             indices.into_iter().map(|i| entry_offset(i) / TABLE_PAGE).filter(|p| !self.pages.contains_key(p));
-        page_ranges(pages, |p| self.page_range(p), MAX_RANGE)
+        crate::plan::page_ranges(pages, |p| self.page_range(p), MAX_RANGE)
     }
 
     /// Stores `bytes` read from `meta.zr` at `start` (a multiple of [`TABLE_PAGE`]). Every page
@@ -176,28 +176,6 @@ impl TableCache {
     pub fn clear(&mut self) {
         self.pages.clear();
     }
-}
-
-/// The byte ranges of `pages` (any order, repeats allowed), each page's range from `range`,
-/// sorted and with touching pages merged up to `max_range` bytes: what a ranged reader fetches
-/// for the pages of a file it caches (the table here, the checksums in `crate::checksum`).
-pub fn page_ranges(
-    pages: impl IntoIterator<Item = u64>,
-    range: impl Fn(u64) -> Range<u64>,
-    max_range: u64,
-) -> Vec<Range<u64>> {
-    let mut pages: Vec<u64> = pages.into_iter().collect();
-    pages.sort_unstable();
-    pages.dedup();
-    let mut out: Vec<Range<u64>> = Vec::new();
-    for page in pages {
-        let r = range(page);
-        match out.last_mut() {
-            Some(last) if last.end == r.start && r.end - last.start <= max_range => last.end = r.end,
-            _ => out.push(r),
-        }
-    }
-    out
 }
 
 /// Checks indices against the length ([`crate::plan::check_indices`], the one index rule).

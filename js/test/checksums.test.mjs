@@ -11,9 +11,9 @@ import { createServer } from 'node:http';
 import { serve } from '../scripts/serve.mjs';
 import { Store, HttpSource } from '../src/node.js';
 import { REPO, tempDir, removeDir } from './helpers/common.mjs';
+import { skipUnlessRequired } from './helpers/require_all.mjs';
 
 const PYTHON = process.env.LOADERX_PYTHON || join(REPO, '.venv/bin/python');
-const REQUIRED = process.env.LOADERX_REQUIRE_PY === '1';
 
 /** Writes a dense store per codec with Python; returns `{codec: digest}`. */
 function pythonStores(root) {
@@ -63,7 +63,8 @@ function memoryFiles(dir) {
 
 const available = existsSync(PYTHON);
 
-test('every flipped stored byte is caught, from files and from memory', { skip: !available && !REQUIRED && 'no Python venv' }, async () => {
+test('every flipped stored byte is caught, from files and from memory', async (t) => {
+  if (!available) return skipUnlessRequired(t, `no Python with loaderx at ${PYTHON} (make py-build)`, ['LOADERX_REQUIRE_PY']);
   const root = tempDir();
   try {
     const digests = pythonStores(root);
@@ -135,7 +136,8 @@ async function flippingProxy(upstream, plan) {
   return { url: `http://127.0.0.1:${port}/`, close: () => new Promise((ok) => server.close(() => ok(null))) };
 }
 
-test('over HTTP a damaged range is fetched again, then rejected, and never cached', { skip: !available && !REQUIRED && 'no Python venv' }, async () => {
+test('over HTTP a damaged range is fetched again, then rejected, and never cached', async (t) => {
+  if (!available) return skipUnlessRequired(t, `no Python with loaderx at ${PYTHON} (make py-build)`, ['LOADERX_REQUIRE_PY']);
   const root = tempDir();
   const server = await serve({ root });
   const plan = { flips: 0 };
