@@ -97,7 +97,8 @@ export class Overview {
       const next = c.present
         ? card('Checksums', `${fmtInt(c.covered)} of ${fmtInt(c.total)}`, {
           k: 'checksums', v: `${c.covered}/${c.total}`,
-          sub: c.digest ? `records covered by a checksum; content digest ${c.digest}` : 'records covered by a checksum (the rest read unchecked; loaderx checksum add covers them)',
+          sub: c.digest ? 'records covered by a checksum' : 'records covered by a checksum (the rest read unchecked; loaderx checksum add covers them)',
+          extra: c.digest ? el('div', { class: 'card-sub digest', title: 'content digest' }, `content digest ${c.digest}`) : null,
         })
         : card('Checksums', 'none', { k: 'checksums', v: `0/${c.total}`, sub: 'no checksums.lx: written by loaderx 0.9.11 or an older loaderx (loaderx checksum add adds them)' });
       cards.sums.replaceWith(next);
