@@ -155,7 +155,7 @@ class RangeCache {
 /**
  * @param {any} wasm
  * @param {(value: unknown, options: any) => any} [toSource]
- * @param {((source: any, options: {worker?: unknown, threads?: unknown}) => Promise<any> | null) | null} [elsewhere]
+ * @param {((source: any, options: {worker?: unknown, threads?: unknown, verify?: string}) => Promise<any> | null) | null} [elsewhere]
  */
 export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
   /** Whether decodes run on the thread pool while this thread goes on (the threaded build, where

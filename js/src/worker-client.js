@@ -40,13 +40,13 @@ function movable(source) {
  * does) opens here when threads were only the isolated page's default, and is LOADERX_ARGUMENT
  * when `worker` or `threads` was asked for.
  * @param {unknown} source
- * @param {{worker?: unknown, threads?: unknown}} options
+ * @param {{worker?: unknown, threads?: unknown, verify?: string}} options
  */
-export function openInWorker(source, { worker, threads } = {}) {
+export function openInWorker(source, { worker, threads, verify } = {}) {
   const useThreads = Boolean(threads ?? globalThis.crossOriginIsolated);
   if (!worker && !useThreads) return null;
   if (!worker && threads == null && !movable(source)) return null;
-  return WorkerStore.open(source, { threads: useThreads });
+  return WorkerStore.open(source, { threads: useThreads, verify });
 }
 
 function withShapes(value) {
