@@ -77,7 +77,7 @@ def test_dataloader_with_any_arguments(stores, args):
             outcome, value = attempt(lambda: loader.seek(seek))
             if outcome == "ok":
                 assert loader.step == int(seek)
-        runnable = int(num_workers) <= 4 and loader.sampler.batch_len <= SAFE_BATCH  # see test_properties_sampler.py (huge batch)
+        runnable = loader.num_workers <= 4 and loader.sampler.batch_len <= SAFE_BATCH  # see test_properties_sampler.py (huge batch)
         if runnable and loader.step >= 2**64:  # a step the sampler cannot take: next() says so
             outcome, value = attempt(lambda: next(loader))
             assert outcome == "error" and isinstance(value, ValueError)
