@@ -504,7 +504,8 @@ def sampler_cases():
 
 def truncate_to_used(store):
     """Cuts the files to their used sizes, as the shipped fixtures are: meta.zr to the header and
-    the live table, the tail chunk to the tail offset. Returns {file: size}."""
+    the live table, the tail chunk to the tail offset, checksums.lx to the live records' slots.
+    Returns {file: size}."""
     meta = store / "meta.zr"
     with open(meta, "rb") as f:
         head = f.read(16)
@@ -514,6 +515,9 @@ def truncate_to_used(store):
     length = int.from_bytes(head[12:16], "little")
     os.truncate(meta, 16 + 16 * length)
     os.truncate(store / f"{tail_chunk}.zr", tail_offset)
+    # checksums.lx: its 128-byte header and 24 bytes per live record.
+    if (store / "checksums.lx").is_file():
+        os.truncate(store / "checksums.lx", 128 + 24 * length)
     return {f.name: f.stat().st_size for f in sorted(store.iterdir())}
 
 
