@@ -190,14 +190,7 @@ impl Many {
     /// The digest of the stores' content read as one
     /// (`loaderx_core::checksum::combined_digest`): `None` unless every store has one.
     pub fn content_digest(&self) -> Result<Option<String>> {
-        let mut parts = Vec::with_capacity(self.stores.len());
-        for store in &self.stores {
-            match store.content_digest()? {
-                Some(d) => parts.push(d),
-                None => return Ok(None),
-            }
-        }
-        Ok(Some(loaderx_core::checksum::combined_digest(parts.iter().map(String::as_str))))
+        crate::records::combined(self.stores.iter().map(Store::content_digest))
     }
 
     /// The stores' usage, added up (`chunk_bytes` and `reclaimable` are sums over the stores).
