@@ -190,7 +190,7 @@ impl Many {
     /// The digest of the stores' content read as one
     /// (`loaderx_core::checksum::combined_digest`): `None` unless every store has one.
     pub fn content_digest(&self) -> Result<Option<String>> {
-        crate::records::combined(self.stores.iter().map(Store::content_digest))
+        combined(self.stores.iter().map(Store::content_digest))
     }
 
     /// The stores' usage, added up (`chunk_bytes` and `reclaimable` are sums over the stores).
@@ -334,6 +334,13 @@ impl Many {
     }
 }
 
+/// The digest of parts read as one, in order (`loaderx_core::checksum::combined_digest`), from
+/// each part's digest: `None` unless every part has one.
+pub(crate) fn combined(digests: impl Iterator<Item = Result<Option<String>>>) -> Result<Option<String>> {
+    let digests: Option<Vec<String>> = digests.collect::<Result<_>>()?;
+    Ok(digests.map(|d| loaderx_core::checksum::combined_digest(d.iter().map(String::as_str))))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -361,3 +368,4 @@ mod tests {
         assert_eq!(identify("s3://b/x").unwrap(), Found::Store("s3://b/x".into()));
     }
 }
+

@@ -75,13 +75,6 @@ pub trait Records: Send + Sync + std::fmt::Debug {
     fn content_digest(&self) -> Result<Option<String>>;
 }
 
-/// The digest of parts read as one, in order (`loaderx_core::checksum::combined_digest`), from
-/// each part's digest: `None` unless every part has one.
-pub(crate) fn combined(digests: impl Iterator<Item = Result<Option<String>>>) -> Result<Option<String>> {
-    let digests: Option<Vec<String>> = digests.collect::<Result<_>>()?;
-    Ok(digests.map(|d| loaderx_core::checksum::combined_digest(d.iter().map(String::as_str))))
-}
-
 /// Where each record of decoded lengths `lens` starts when they are packed back to back into one
 /// buffer, and the buffer's size (u32 lengths summed in u64 cannot overflow).
 pub fn packed(lens: &[u32]) -> (Vec<u64>, u64) {
@@ -280,7 +273,7 @@ impl Records for Joined {
 
     /// The parts' digests combined in order (`loaderx_core::checksum::combined_digest`).
     fn content_digest(&self) -> Result<Option<String>> {
-        combined(self.parts.iter().map(|p| p.content_digest()))
+        crate::many::combined(self.parts.iter().map(|p| p.content_digest()))
     }
 
     fn verify_with(&self, deep: bool, progress: &mut dyn FnMut(u64, u64)) -> VerifyReport {
