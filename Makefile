@@ -56,9 +56,17 @@ demo-build: setup-demo
 	  CARGO_TARGET_DIR=$(CARGO_OUT)/demo RUSTFLAGS="--cfg loaderx_local_only" VIRTUAL_ENV=$(CURDIR)/.venv \
 	    $(CURDIR)/.venv/bin/maturin develop --release -q -m py/Cargo.toml; fi
 
+# CI (.ci/run sets LOADERX_PY_WHEEL=1) installs the release wheel for this machine, built as
+# `make dist` builds it (scripts/wheel.sh), instead of a development build: test-wheel tests that
+# same wheel, so CI compiles the extension once.
+HOST_WHEELS := $(CURDIR)/target/host-wheel
 ## Build the Python extension into .venv (incremental).
 py-build:
+ifdef LOADERX_PY_WHEEL
+	JOBS=$(JOBS) ./scripts/wheel.sh x86_64-unknown-linux-gnu $(HOST_WHEELS) $(CURDIR)/.venv
+else
 	VIRTUAL_ENV=$(CURDIR)/.venv $(CURDIR)/.venv/bin/maturin develop --release -q -m py/Cargo.toml
+endif
 
 ## The wasm reader, plain and threaded, into js/pkg/ (incremental).
 js-build:
@@ -132,7 +140,12 @@ test-ml: ml-build
 
 .PHONY: ml-build
 ml-build: setup
+ifdef LOADERX_PY_WHEEL
+	ls $(HOST_WHEELS)/loaderx-*.whl >/dev/null 2>&1 || JOBS=$(JOBS) ./scripts/wheel.sh x86_64-unknown-linux-gnu $(HOST_WHEELS)
+	$(ML_VENV)/bin/python -m pip install -q --force-reinstall --no-deps $(HOST_WHEELS)/loaderx-*.whl
+else
 	VIRTUAL_ENV=$(ML_VENV) $(CURDIR)/.venv/bin/maturin develop --release -q -m py/Cargo.toml
+endif
 
 ## Every release artifact into dist/: abi3 wheels for eight platforms, cp314t wheels, the sdist
 ## and the npm tarball, each checked by scripts/check_dist.py.

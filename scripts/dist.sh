@@ -15,25 +15,14 @@ JOBS=${JOBS:-2}
 OUT=${DIST_DIR:-$PWD/dist}
 PY=$PWD/.venv/bin/python
 
-# target -> maturin's --compatibility (platform tag policy)
-declare -A COMPAT=(
-  [x86_64-unknown-linux-gnu]=manylinux2014
-  [aarch64-unknown-linux-gnu]=manylinux2014
-  [x86_64-unknown-linux-musl]=musllinux_1_2
-  [aarch64-unknown-linux-musl]=musllinux_1_2
-  [x86_64-apple-darwin]=
-  [aarch64-apple-darwin]=
-  [x86_64-pc-windows-gnu]=
-  [aarch64-pc-windows-gnullvm]=
-)
 ALL="x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-unknown-linux-musl aarch64-unknown-linux-musl x86_64-apple-darwin aarch64-apple-darwin x86_64-pc-windows-gnu aarch64-pc-windows-gnullvm"
 TARGETS=${DIST_TARGETS:-$ALL}
 FT_TARGETS=${DIST_FT_TARGETS-"x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu"}
 
-# Tools: zig (from PyPI) links every target; rustup supplies each target's std.
+# Tools for the free-threaded builds (scripts/wheel.sh installs them for the abi3 ones).
 "$PY" -c "import ziglang" 2>/dev/null || .venv/bin/pip install -q ziglang
 installed=$(rustup target list --installed)
-for t in $TARGETS $FT_TARGETS; do
+for t in $FT_TARGETS; do
   grep -qx "$t" <<<"$installed" || rustup target add "$t"
 done
 
@@ -44,24 +33,8 @@ maturin() {
     PATH=$PWD/.venv/bin:$PATH .venv/bin/maturin "$@"
 }
 
-# Windows: maturin's --zig mode exports the module init under its dotted name there and fails
-# to link, so x86-64 links with Debian's mingw-w64 (the linker is set in .cargo/config.toml)
-# and arm64 with zig handed to cargo directly (scripts/zig/). maturin makes python3.dll's
-# import library itself.
-if [[ " $TARGETS " == *windows* ]] && ! command -v x86_64-w64-mingw32-gcc >/dev/null; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq mingw-w64 >/dev/null
-fi
-export MATURIN=$PWD/.venv/bin/maturin
-export CARGO_TARGET_AARCH64_PC_WINDOWS_GNULLVM_LINKER=$PWD/scripts/zig/cc-aarch64-windows.sh
-export CC_aarch64_pc_windows_gnullvm=$PWD/scripts/zig/cc-aarch64-windows.sh
-export AR_aarch64_pc_windows_gnullvm=$PWD/scripts/zig/ar.sh
-
 for t in $TARGETS; do
-  args=(build --release --strip -q -j "$JOBS" -m py/Cargo.toml --target "$t" -o "$OUT")
-  [[ $t == *windows* ]] || args+=(--zig)
-  [[ -n ${COMPAT[$t]:-} ]] && args+=(--compatibility "${COMPAT[$t]}")
-  echo "dist: abi3 wheel for $t"
-  maturin "${args[@]}"
+  JOBS=$JOBS ./scripts/wheel.sh "$t" "$OUT"
 done
 
 # Free-threaded: PyO3 reads the target interpreter from this config instead of running one.

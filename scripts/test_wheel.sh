@@ -7,7 +7,8 @@
 #      (tests/release);
 #   2. the wheel in a fresh venv (.venv-wheel, made anew each run) runs the whole pytest suite,
 #      exporting every store it writes for the JavaScript tests ($LOADERX_EXPORT_STORES);
-#   3. the sdist builds and installs with pip in another fresh venv, and round-trips a store.
+#   3. the sdist builds with pip into a wheel that installs in another fresh venv and round-trips a
+#      store.
 # The artifacts stay in target/test-dist for scripts/test_npm.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,7 +40,12 @@ print("sdist ok:", __import__("loaderx").__file__)
 src=$(mktemp -d)
 trap 'rm -rf "$src"' EXIT
 python3 -m venv "$src/venv"
-# Built in py-build's target dir: the sdist's own crates compile anew (their path differs), while
-# every dependency, built by `make py-build` with the same profile and features, is reused.
-CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target} "$src/venv/bin/pip" install -q "$DIST"/loaderx-*.tar.gz
+# pip builds the sdist as it would for a user (unpacked, through the PEP 517 backend), but with
+# this tree's maturin (no build isolation) and the wheels' build settings, in their target dir:
+# maturin's zig linker wrapper is then the same file, so cargo reuses every compiled dependency
+# and compiles only what the sdist's own sources change (a file missing from the sdist fails it).
+PATH=$PWD/.venv/bin:$PATH CARGO_TARGET_DIR=$PWD/target/dist \
+  MATURIN_PEP517_ARGS="--target x86_64-unknown-linux-gnu --zig --compatibility manylinux2014 --strip" \
+  .venv/bin/pip wheel -q --no-cache-dir --no-build-isolation --no-deps -w "$src/wheel" "$DIST"/loaderx-*.tar.gz
+"$src/venv/bin/pip" install -q "$src"/wheel/loaderx-*.whl
 (cd "$src" && "$src/venv/bin/python" -c "$smoke")
