@@ -368,4 +368,3 @@ mod tests {
         assert_eq!(identify("s3://b/x").unwrap(), Found::Store("s3://b/x".into()));
     }
 }
-
