@@ -15,6 +15,7 @@ pub mod manifest;
 pub mod mix;
 pub mod names;
 pub mod open;
+pub mod pack;
 pub mod plan;
 pub mod read;
 pub mod sampler;

@@ -235,6 +235,31 @@ impl Sampler {
         Ok(n)
     }
 
+    /// Writes elements `first, first + 1, …` of the element stream to `out`: what a sampler of
+    /// the same length, mode and seed with batch size 1 returns at those steps (the batch size
+    /// of `self` plays no part). Packing reads documents in this order.
+    pub fn elements_into(&self, first: u64, out: &mut [u64]) {
+        match self.mode {
+            Mode::Sequential => {
+                let (head, tail) = out.split_at_mut(before_wrap(first, out.len()));
+                fill_ascending(head, first % self.length, self.length);
+                fill_ascending(tail, 0, self.length);
+            }
+            Mode::Iid => self.iid_from(first, out),
+            Mode::Cyclic => {
+                // Epoch e is elements [e·L, (e + 1)·L): split where a run crosses into the next.
+                let (mut at, mut out) = (first, out);
+                while !out.is_empty() {
+                    let (epoch, position) = (at / self.length, at % self.length);
+                    let n = usize::try_from(self.length - position).unwrap_or(usize::MAX).min(out.len());
+                    let (run, rest) = out.split_at_mut(n);
+                    self.cyclic_run(epoch, position, run);
+                    (at, out) = (at.wrapping_add(n as u64), rest);
+                }
+            }
+        }
+    }
+
     fn fill_sequential(&self, step: u64, out: &mut [u64]) {
         let base = step.wrapping_mul(self.batch_size);
         // Element j is base.wrapping_add(j) % length. Within one batch that u64 sum wraps to 0 at
@@ -245,7 +270,11 @@ impl Sampler {
     }
 
     fn fill_iid(&self, step: u64, out: &mut [u64]) {
-        let base = step.wrapping_mul(self.batch_size);
+        self.iid_from(step.wrapping_mul(self.batch_size), out);
+    }
+
+    /// IID elements `base, base + 1, …` (wrapping at 2^64).
+    fn iid_from(&self, base: u64, out: &mut [u64]) {
         let (head, tail) = out.split_at_mut(before_wrap(base, out.len()));
         for (first, run) in [(base, head), (0, tail)] {
             match self.length <= NARROW_MAX {
@@ -306,14 +335,17 @@ impl Sampler {
 
     fn fill_cyclic(&self, step: u64, out: &mut [u64]) {
         let epoch = step / self.epoch_batches;
-        let position = step % self.epoch_batches;
+        // (step mod epoch_batches) · batch_size + out.len() <= length: nothing overflows.
+        self.cyclic_run(epoch, (step % self.epoch_batches) * self.batch_size, out);
+    }
+
+    /// Positions `start..start + out.len()` (within `0..length`) of epoch `epoch`'s permutation.
+    fn cyclic_run(&self, epoch: u64, start: u64, out: &mut [u64]) {
         let epoch_key = hash2(self.key, epoch);
         let mut keys = [0u64; ROUNDS];
         for (round, key) in (0u64..).zip(keys.iter_mut()) {
             *key = hash2(epoch_key, round);
         }
-        // position · batch_size + out.len() <= length, so nothing here overflows.
-        let start = position * self.batch_size;
         // P_e[i] applies the Feistel bijection to i, then re-applies it while the value is out of
         // range. The walk ends because the cycle through i returns to i, which is in range. The
         // first application runs as its own branch-free pass so independent elements overlap.
@@ -385,6 +417,20 @@ mod tests {
 
     fn new(l: u64, b: u64, mode: Mode, seed: u64) -> Sampler {
         Sampler::new(l, b, mode, seed).unwrap()
+    }
+
+    proptest! {
+        #[test]
+        fn elements_are_the_batch_size_one_stream(l in 1u64..300, b in 1u64..40, first in 0u64..2000, n in 0usize..700, seed: u64, m in 0usize..3) {
+            let one = new(l, 1, MODES[m], seed);
+            let mut want = vec![0u64; n];
+            for (j, w) in want.iter_mut().enumerate() {
+                one.batch_at(first + j as u64, std::slice::from_mut(w)).unwrap();
+            }
+            let mut got = vec![0u64; n];
+            new(l, b, MODES[m], seed).elements_into(first, &mut got);
+            prop_assert_eq!(got, want);
+        }
     }
 
     fn batch(s: &Sampler, step: u64) -> Vec<u64> {

@@ -61,6 +61,7 @@ mod location;
 mod many;
 mod map;
 mod options;
+pub mod pack;
 pub mod process;
 mod reader;
 mod records;

@@ -69,7 +69,7 @@ impl Handle {
 
     /// Runs `read` over the records with the GIL released, on this process's pool, its error
     /// mapped: the frame of every read method.
-    fn read<T: Send>(
+    pub(crate) fn read<T: Send>(
         &self,
         py: Python<'_>,
         read: impl FnOnce(&dyn Records) -> Result<T> + Send,

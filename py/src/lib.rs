@@ -2,7 +2,7 @@
 //! only registers what the modules define:
 //! * `handle`: `Handle`, one open store or manifest (every read declared once), and `commit`;
 //! * `conversion`: `Conversion`, the converter session (the converters only produce blocks);
-//! * `sampler`, `mix`: core's sampler and mixer; `schema`: the schema file;
+//! * `sampler`, `mix`, `pack`: core's sampler, mixer and packer; `schema`: the schema file;
 //! * `functions`: the command-line tool and the URL rules;
 //! * `error` (typed exceptions), `pool` (recycled batch buffers).
 //!
@@ -15,6 +15,7 @@ mod error;
 mod functions;
 mod handle;
 mod mix;
+mod pack;
 mod pool;
 mod sampler;
 mod schema;
@@ -30,6 +31,7 @@ fn _loaderx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<schema::Schema>()?;
     m.add_class::<sampler::Sampler>()?;
     m.add_class::<mix::Mixer>()?;
+    m.add_class::<pack::Packer>()?;
     m.add_function(wrap_pyfunction!(handle::commit, m)?)?;
     m.add_function(wrap_pyfunction!(functions::cli, m)?)?;
     m.add_function(wrap_pyfunction!(functions::is_url, m)?)?;

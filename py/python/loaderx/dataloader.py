@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, Literal, Mapping, Sequ
 from . import _process
 from ._closing import Closing
 from ._state import LoaderState, Shard, base_config
+from .packing import DEFAULT_BINS, PackedSource, check_packing, check_source
 from .sampler import Sampler, _mode
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 
     from ._process_workers import ProcessPipeline
     from ._typing import Batch, Stream
+    from .dataset import RaggedDataset
     from .mix import MixSampler
 
     # What ``next()`` returns: the transform's result, else the batch dict. The default (PEP
@@ -253,6 +255,7 @@ class DataLoader(Closing, Generic[_T]):
         shuffle: None = None,
         verify: str | None = None,
         _mix: MixSampler | None = None,
+        _packed: tuple[int, str, int] | None = None,
     ) -> None:
         if shuffle is not None:
             raise TypeError(
@@ -285,7 +288,7 @@ class DataLoader(Closing, Generic[_T]):
         self._shard.per(int(batch_size))  # the shard count must divide the global batch
         self.length = next(iter(lengths.values()))
         self.sampler: Sampler | MixSampler = _mix if _mix is not None else Sampler(self.length, batch_size, mode, seed)
-        if self._shard.count > 1 and _mix is None and self.sampler.batch_len != int(batch_size):
+        if self._shard.count > 1 and _mix is None and _packed is None and self.sampler.batch_len != int(batch_size):
             raise ValueError(f"a CYCLIC batch of {self.length} < batch_size records cannot be sharded")
         self.batch_size = int(batch_size)
         self.num_workers = int(num_workers)
@@ -298,7 +301,15 @@ class DataLoader(Closing, Generic[_T]):
         if workers == "processes" and os.name != "posix":
             raise NotImplementedError("workers='processes' needs a POSIX system; use workers='threads'")
         self.workers = workers
-        self._source = _BatchSource(self.streams, self.sampler, self._shard)
+        self._source: _BatchSource | PackedSource
+        if _packed is None:
+            self._source = _BatchSource(self.streams, self.sampler, self._shard)
+        else:
+            (name, dataset), *_ = self.streams.items()
+            seq_len, packing, bins = _packed
+            self._source = PackedSource(
+                check_source(dataset), seq_len, self.batch_size, packing, bins, int(self.sampler.mode), self.sampler.seed, self._shard
+            )
         if workers == "processes":
             self._process_spec()  # an unpicklable transform fails here, not in a worker
         # What a state must match to resume exactly. Not the shard: batches are global (see
@@ -308,6 +319,8 @@ class DataLoader(Closing, Generic[_T]):
         if _mix is not None:
             # A state loads with new weights, never into another set of datasets.
             config["mix"] = _mix.lengths
+        if isinstance(self._source, PackedSource):
+            config["packed"] = self._source.config()
         from .mix import _listing
 
         listed = {name: _listing(ds) for name, ds in sorted(self.streams.items())}
@@ -515,6 +528,9 @@ class DataLoader(Closing, Generic[_T]):
             workers=self.workers,
             _mix=self.sampler if "mix" in self._config else None,
         )
+        if isinstance(self._source, PackedSource):
+            src = self._source
+            args["_packed"] = (src.seq_len, src.packing, src.bins)
         return (_restore, (type(self), args, self.step))
 
     @classmethod
@@ -582,6 +598,56 @@ class DataLoader(Closing, Generic[_T]):
             shard_count=shard_count,
             workers=workers,
             _mix=sampler,
+            **kwargs,
+        )
+
+    @classmethod
+    def packed(
+        cls,
+        source: RaggedDataset,
+        seq_len: int,
+        batch_size: int = 8,
+        packing: Literal["concat", "best_fit"] = "concat",
+        mode: int | str = "cyclic",
+        seed: int = 42,
+        *,
+        bins: int = DEFAULT_BINS,
+        transform: Callable[[Batch], _R] | None = None,
+        num_workers: int | None = None,
+        prefetch_size: int = 4,
+        shard_index: int | None = None,
+        shard_count: int | None = None,
+        workers: Literal["threads", "processes"] = "threads",
+        verify: str | None = None,
+        **kwargs: Any,
+    ) -> DataLoader[_R]:
+        """A loader of packed token batches: each batch a dict of ``(batch_size / shard_count,
+        seq_len)`` arrays ``tokens``, ``segment_ids``, ``positions``, ``doc_index`` and
+        ``doc_offset`` (see :mod:`loaderx.packing`).
+
+        ``source`` is a :class:`~loaderx.dataset.RaggedDataset` of integer tokens (one document
+        per record; a manifest's dataset too). ``packing`` is ``"concat"`` (one token stream
+        cut into rows, no padding) or ``"best_fit"`` (whole documents, at most ``bins`` rows
+        open). ``mode`` orders the documents as the sampler would (``"cyclic"``, the default:
+        a fresh permutation each epoch; ``"sequential"``; ``"iid"``). ``batch_size`` counts
+        rows of the global batch. Resume, seek, ``state_dict`` and sharding work as for dense
+        streams; the state records the packing, and a state of another packing is refused.
+        """
+        seq_len, packing, bins = check_packing(seq_len, packing, bins)
+        check_source(source)
+        return cast("type[DataLoader[_R]]", cls)(
+            {"tokens": source},
+            num_workers,
+            batch_size,
+            prefetch_size,
+            mode,
+            seed,
+            transform,
+            shard_index=shard_index,
+            shard_count=shard_count,
+            workers=workers,
+            verify=verify,
+            _packed=(seq_len, packing, bins),
             **kwargs,
         )
 
