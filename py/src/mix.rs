@@ -3,12 +3,12 @@
 
 use std::sync::Mutex;
 
-use loaderx_core::mix::Mixer as CoreMixer;
+use loaderx_core::mix::{Interpolation, Mixer as CoreMixer, Schedule};
 use loaderx_core::sampler::Mode;
 use numpy::PyArray1;
 use pyo3::prelude::*;
 
-use crate::error::core_to_py;
+use crate::error::{argument, core_to_py};
 
 #[pyclass(frozen, module = "loaderx._loaderx")]
 pub(crate) struct Mixer {
@@ -23,17 +23,54 @@ impl Mixer {
 
 #[pymethods]
 impl Mixer {
+    /// A mix of datasets of `lengths` whose weights follow `points` (`[(step, weights)]`, one
+    /// point for constant weights), held between points (`"step"`) or interpolated (`"linear"`).
     #[new]
-    fn new(lengths: Vec<u64>, weights: Vec<f64>, batch: u64, mode: u8, seed: u64) -> PyResult<Self> {
+    fn new(
+        lengths: Vec<u64>,
+        points: Vec<(u64, Vec<f64>)>,
+        interpolation: &str,
+        batch: u64,
+        mode: u8,
+        seed: u64,
+    ) -> PyResult<Self> {
         let mode = Mode::try_from(mode).map_err(core_to_py)?;
-        let mixer = CoreMixer::new(&lengths, &weights, batch, mode, seed).map_err(core_to_py)?;
+        let interpolation = match interpolation {
+            "step" => Interpolation::Step,
+            "linear" => Interpolation::Linear,
+            other => {
+                return Err(argument(format!("interpolation must be 'step' or 'linear', got {other:?}")))
+            }
+        };
+        let schedule = Schedule::new(points, interpolation, batch).map_err(core_to_py)?;
+        let mixer = CoreMixer::scheduled(&lengths, schedule, mode, seed).map_err(core_to_py)?;
         Ok(Mixer { inner: Mutex::new(mixer) })
+    }
+
+    /// Records per batch of each dataset at `step`.
+    fn counts_at(&self, step: u64) -> Vec<u64> {
+        self.lock().schedule().counts_at(step)
+    }
+
+    /// The weights at `step`.
+    fn weights_at(&self, step: u64) -> Vec<f64> {
+        self.lock().schedule().weights_at(step)
+    }
+
+    /// Each slot of batch `step`: its dataset, and the position in that dataset's stream.
+    fn slots_at<'py>(
+        &self,
+        py: Python<'py>,
+        step: u64,
+    ) -> (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u64>>) {
+        let (sources, positions): (Vec<u32>, Vec<u64>) = self.lock().slots_at(step).into_iter().unzip();
+        (PyArray1::from_vec(py, sources), PyArray1::from_vec(py, positions))
     }
 
     /// Records per batch of each dataset.
     #[getter]
     fn counts(&self) -> Vec<u64> {
-        self.lock().counts().to_vec()
+        self.lock().counts()
     }
 
     #[getter]

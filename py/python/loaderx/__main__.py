@@ -7,9 +7,11 @@ It runs the native tool itself (``loaderx_native::cli`` in the extension), so it
 records found (``verify``, ``checksum add``), 2 bad usage or a store that cannot be opened, read
 or written.
 
-One subcommand is the Python package's own, since it replays the package's loader: ``receipt
-STEP RECEIPT.json`` prints, as JSON, the record indices every rank read at ``STEP`` of the run a
-receipt describes (:mod:`loaderx.receipt`).
+Two subcommands are the Python package's own, since they replay the package's loader:
+``receipt STEP RECEIPT.json`` prints, as JSON, the record indices every rank read at ``STEP`` of
+the run a receipt describes (:mod:`loaderx.receipt`), and ``mix-preview CONFIG.json --steps
+START:STOP:STEP`` prints each source's records per batch and share at those steps of a mix's
+weights or schedule (:func:`loaderx.mix.preview`), so a schedule can be checked before a run.
 """
 
 import os
@@ -25,6 +27,8 @@ def main(argv: Optional[Sequence[Union[str, "os.PathLike[str]"]]] = None) -> int
     args = sys.argv[1:] if argv is None else list(argv)
     if args and args[0] == "receipt":
         return _receipt([os.fspath(a) for a in args[1:]])
+    if args and args[0] == "mix-preview":
+        return _mix_preview([os.fspath(a) for a in args[1:]])
     # Usage lines name the command as it was typed: `loaderx` or `python -m loaderx`.
     script = argv is None and os.path.splitext(os.path.basename(sys.argv[0]))[0] == "loaderx"
     # The tool writes to the process's stdout and stderr; what Python buffered goes first.
@@ -51,6 +55,49 @@ def _receipt(args: Sequence[str]) -> int:
     except (OSError, ValueError, ZrecordError) as e:
         print(f"loaderx: {e}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _mix_preview(args: Sequence[str]) -> int:
+    """``mix-preview CONFIG.json [--steps START:STOP:STEP] [--json]``: each source's records per
+    batch and share at those steps (default ``0:10001:1000``); exit 2 on bad usage or config."""
+    import json
+
+    from .errors import ZrecordError
+    from .mix import preview
+
+    usage = "usage: loaderx mix-preview CONFIG.json [--steps START:STOP:STEP] [--json]"
+    rest, spec, as_json = list(args), "0:10001:1000", False
+    if "--json" in rest:
+        rest.remove("--json")
+        as_json = True
+    if "--steps" in rest:
+        i = rest.index("--steps")
+        if i + 1 >= len(rest):
+            print(usage, file=sys.stderr)
+            return 2
+        spec = rest.pop(i + 1)
+        rest.pop(i)
+    parts = spec.split(":")
+    if len(rest) != 1 or len(parts) not in (2, 3) or not all(p.isdigit() for p in parts) or (len(parts) == 3 and int(parts[2]) == 0):
+        print(usage, file=sys.stderr)
+        return 2
+    steps = range(int(parts[0]), int(parts[1]), int(parts[2]) if len(parts) == 3 else 1)
+    try:
+        with open(rest[0], encoding="utf-8") as f:
+            out = preview(json.load(f), steps)
+    except (OSError, ValueError, TypeError, ZrecordError) as e:
+        print(f"loaderx: {e}", file=sys.stderr)
+        return 2
+    if as_json:
+        print(json.dumps(out))
+        return 0
+    names, batch = out["sources"], out["batch_size"]
+    width = max(8, *(len(n) for n in names))
+    print("step".rjust(10) + "".join(n.rjust(width + 9) for n in names))
+    for row in out["rows"]:
+        cells = "".join(f"{c:>{width}} {100 * c / batch:6.2f}%" for c in row["counts"])
+        print(f"{row['step']:>10}" + cells)
     return 0
 
 

@@ -18,6 +18,8 @@ The saved form is a plain dict of JSON types (``state_dict()`` returns it; JSON,
      "fingerprint": "d324c7073ca1a645",  # sha256 of the config (JSON, sorted keys), 16 hex digits
      "shard_count": 2,                # the saver's shard count, for information only
      "weights": [2.0, 1.0],           # mixing loaders only: the weights when saved
+     "schedule": {"points": [[0, [2.0, 1.0]], [1000, [1.0, 1.0]]], "interpolation": "linear"},
+                                      # a scheduled mix's schedule; optional, loaderx 0.10.1 on
      "positions": [64, 32],           # mixing loaders only: where each source's stream stands
      "digests": {"id": "sha256:..."}, # each stream's content digest (None: not every record
                                       #   has a checksum); optional, loaderx 0.10.1 on
@@ -25,7 +27,7 @@ The saved form is a plain dict of JSON types (``state_dict()`` returns it; JSON,
                                       # the steps consumed, as segments (loaderx.receipt);
                                       #   optional, loaderx 0.10.1 on
 
-``digests`` and ``history`` are optional keys of version 2: a loader that predates them ignores
+``digests``, ``history`` and ``schedule`` are optional keys of version 2: a loader that predates them ignores
 them, and a state without them loads (without the content check, and with no steps consumed
 before it in receipts).
 
@@ -146,7 +148,23 @@ def _segment(value: Any, what: str) -> dict[str, Any]:
     if "weights" in value or "positions" in value:
         out["weights"] = list(_list(value.get("weights"), f"{what}.weights", _number))
         out["positions"] = list(_list(value.get("positions"), f"{what}.positions", lambda v, w: _int(v, w, 0)))
+    if value.get("schedule") is not None:
+        out["schedule"] = _schedule(value["schedule"], f"{what}.schedule")
     return out
+
+
+def _schedule(value: Any, what: str) -> dict[str, Any]:
+    """A mix's weight schedule: ``{"points": [[step, [weight, ...]], ...], "interpolation":
+    "step" | "linear"}``, checked for its form (the mixer checks the weights)."""
+    if not isinstance(value, dict) or value.get("interpolation") not in ("step", "linear"):
+        raise _damaged(f"{what} must be a dict with points and an interpolation of 'step' or 'linear', got {value!r}")
+    points = _list(value.get("points"), f"{what}.points", lambda p, w: p)
+    out = []
+    for k, p in enumerate(points):
+        if not isinstance(p, (list, tuple)) or len(p) != 2:
+            raise _damaged(f"{what}.points[{k}] must be [step, weights], got {p!r}")
+        out.append([_int(p[0], f"{what}.points[{k}] step", 0), list(_list(p[1], f"{what}.points[{k}] weights", _number))])
+    return {"points": out, "interpolation": value["interpolation"]}
 
 
 def _v1_to_v2(state: dict[str, Any]) -> dict[str, Any]:
@@ -182,6 +200,9 @@ class LoaderState:
     digests: dict[str, str | None] | None = None
     #: The steps consumed to reach ``step``, as segments (see :mod:`loaderx.receipt`).
     history: tuple[dict[str, Any], ...] | None = None
+    #: A mix's weight schedule (``{"points": [[step, weights], ...], "interpolation": ...}``),
+    #: None for constant weights.
+    schedule: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The saved form, of :data:`CURRENT_VERSION`: a new dict of JSON types."""
@@ -201,6 +222,8 @@ class LoaderState:
             out["digests"] = dict(self.digests)
         if self.history is not None:
             out["history"] = [dict(h) for h in self.history]
+        if self.schedule is not None:
+            out["schedule"] = _schedule(self.schedule, "schedule")
         return out
 
     @classmethod
@@ -235,6 +258,7 @@ class LoaderState:
             positions=_list(d.get("positions"), "positions", lambda v, w: _int(v, w, 0)) if mixed else None,
             digests=_digests(d["digests"]) if "digests" in d else None,
             history=_list(d["history"], "history", _segment) if "history" in d else None,
+            schedule=_schedule(d["schedule"], "schedule") if d.get("schedule") is not None else None,
         )
 
     @classmethod

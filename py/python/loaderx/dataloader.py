@@ -305,10 +305,20 @@ class DataLoader(Closing, Generic[_T]):
         if _packed is None:
             self._source = _BatchSource(self.streams, self.sampler, self._shard)
         else:
-            (name, dataset), *_ = self.streams.items()
+            (tokens,) = self.streams.values()
+            # A mix's sources are the parts of its joined stream.
+            parts = getattr(tokens._store, "parts", None) if _mix is not None else None  # type: ignore[union-attr]
             seq_len, packing, bins = _packed
             self._source = PackedSource(
-                check_source(dataset), seq_len, self.batch_size, packing, bins, int(self.sampler.mode), self.sampler.seed, self._shard
+                [check_source(d) for d in (parts or [tokens])],
+                seq_len,
+                self.batch_size,
+                packing,
+                bins,
+                int(self.sampler.mode),
+                self.sampler.seed,
+                self._shard,
+                _mix,
             )
         if workers == "processes":
             self._process_spec()  # an unpicklable transform fails here, not in a worker
@@ -445,7 +455,14 @@ class DataLoader(Closing, Generic[_T]):
         mix = cast("MixSampler", self.sampler)
         positions = tuple(mix.positions_at(int(step)))
         return LoaderState(
-            int(step), dict(self._config), self.shard_count, tuple(mix.weights), positions, digests=digests, history=history
+            int(step),
+            dict(self._config),
+            self.shard_count,
+            tuple(mix.weights_at(int(step))),
+            positions,
+            digests=digests,
+            history=history,
+            schedule=mix.schedule,
         )
 
     def _stream_digests(self) -> dict[str, str | None]:
@@ -463,8 +480,10 @@ class DataLoader(Closing, Generic[_T]):
         out: dict[str, Any] = {"start": start, "end": int(end), "shard_count": self.shard_count}
         if "mix" in self._config:
             mix = cast("MixSampler", self.sampler)
-            out["weights"] = list(mix.weights)
+            out["weights"] = mix.weights_at(start)
             out["positions"] = list(mix.positions_at(start))
+            if mix.schedule is not None:
+                out["schedule"] = mix.schedule
         return out
 
     def _segments(self, end: int) -> tuple[dict[str, Any], ...]:
@@ -537,7 +556,7 @@ class DataLoader(Closing, Generic[_T]):
     def mix(
         cls,
         sources: Sequence[Mapping[str, Stream]],
-        weights: Sequence[float],
+        weights: Sequence[float] | Sequence[tuple[int, Sequence[float]]] | Mapping[str, Any],
         batch_size: int = 256,
         mode: int | str = 1,
         seed: int = 42,
@@ -548,12 +567,15 @@ class DataLoader(Closing, Generic[_T]):
         shard_index: int | None = None,
         shard_count: int | None = None,
         workers: Literal["threads", "processes"] = "threads",
+        interpolation: Literal["step", "linear"] = "step",
         **kwargs: Any,
     ) -> DataLoader[_R]:
-        """A loader over several datasets in fixed proportions (see :mod:`loaderx.mix`).
+        """A loader over several datasets in fixed or scheduled proportions (see :mod:`loaderx.mix`).
 
         ``sources`` is a list of stream dicts (the ``streams`` a DataLoader takes), all with the
-        same names and record layouts; ``weights`` has one non-negative weight per source.
+        same names and record layouts; ``weights`` has one non-negative weight per source, or is
+        a schedule: ``[(step, weights), ...]`` points, held between points or, with
+        ``interpolation="linear"``, moved linearly from one to the next.
         Every batch holds exactly the largest-remainder share of ``batch_size`` from each
         source, deterministic in (seed, step) whatever the worker count. ``state_dict`` records
         where each source's stream stands, and a state loads with new weights. The other
@@ -584,7 +606,7 @@ class DataLoader(Closing, Generic[_T]):
                         f"holds {_layout(layouts[0])}; mixed sources must have the same record layout"
                     )
         lengths = [len(next(iter(src.values()))) for src in sources]
-        sampler = MixSampler(lengths, weights, batch_size, int(_mode(mode)), seed)
+        sampler = MixSampler(lengths, weights, batch_size, int(_mode(mode)), seed, interpolation=interpolation)
         # cls is this class unparametrized: the transform sets what its loader yields.
         return cast("type[DataLoader[_R]]", cls)(
             streams,
@@ -604,7 +626,7 @@ class DataLoader(Closing, Generic[_T]):
     @classmethod
     def packed(
         cls,
-        source: RaggedDataset,
+        source: RaggedDataset | Sequence[RaggedDataset],
         seq_len: int,
         batch_size: int = 8,
         packing: Literal["concat", "best_fit"] = "concat",
@@ -612,6 +634,8 @@ class DataLoader(Closing, Generic[_T]):
         seed: int = 42,
         *,
         bins: int = DEFAULT_BINS,
+        weights: Sequence[float] | Sequence[tuple[int, Sequence[float]]] | Mapping[str, Any] | None = None,
+        interpolation: Literal["step", "linear"] = "step",
         transform: Callable[[Batch], _R] | None = None,
         num_workers: int | None = None,
         prefetch_size: int = 4,
@@ -632,8 +656,29 @@ class DataLoader(Closing, Generic[_T]):
         a fresh permutation each epoch; ``"sequential"``; ``"iid"``). ``batch_size`` counts
         rows of the global batch. Resume, seek, ``state_dict`` and sharding work as for dense
         streams; the state records the packing, and a state of another packing is refused.
+
+        Several sources (a list of RaggedDatasets with one token dtype) with ``weights`` (one
+        per source, or a schedule of ``(step, weights)`` points with ``interpolation``) mix
+        packed streams: each batch's rows are split among the sources by weight, exactly per
+        batch, as :meth:`mix` splits records.
         """
         seq_len, packing, bins = check_packing(seq_len, packing, bins)
+        mix = None
+        if isinstance(source, (list, tuple)):
+            from .mix import MixSampler, _joined
+
+            if weights is None:
+                raise TypeError("packed() over several sources needs weights= (one per source, or a schedule)")
+            datasets = [check_source(d) for d in source]
+            if not datasets:
+                raise ValueError("packed() needs at least one source")
+            for k, d in enumerate(datasets):
+                if d.dtype != datasets[0].dtype:
+                    raise ValueError(f"source {k} holds {d.dtype} tokens, but source 0 holds {datasets[0].dtype}")
+            mix = MixSampler([len(d) for d in datasets], weights, batch_size, int(_mode(mode)), seed, interpolation=interpolation)
+            source = _joined(datasets)
+        elif weights is not None:
+            raise TypeError("weights= mixes several sources: pass a list of RaggedDatasets as the source")
         check_source(source)
         return cast("type[DataLoader[_R]]", cls)(
             {"tokens": source},
@@ -648,6 +693,7 @@ class DataLoader(Closing, Generic[_T]):
             workers=workers,
             verify=verify,
             _packed=(seq_len, packing, bins),
+            _mix=mix,
             **kwargs,
         )
 
@@ -659,7 +705,8 @@ class DataLoader(Closing, Generic[_T]):
         mode = Sampler.Mode(int(self.sampler.mode)).name.lower()
         parts = [f"{{{streams}}}", f"batch_size={self.batch_size}", f"mode={mode!r}", f"seed={self.sampler.seed}"]
         if "mix" in self._config:
-            parts.append(f"weights={list(self.sampler.weights)}")  # type: ignore[union-attr]  # a MixSampler
+            mix = cast("MixSampler", self.sampler)
+            parts.append(f"weights={mix.schedule if mix.schedule is not None else mix.weights}")
         if self.shard_count > 1:
             parts.append(f"shard={self.shard_index}/{self.shard_count}")
         if self.transform is not _identity:

@@ -27,12 +27,18 @@ Two packings (``packing=``):
 Batch ``k`` is rows ``[k * batch_size, (k + 1) * batch_size)`` of the stream: a pure function of
 the seed and ``k``, so resume, seek and elastic resume (another ``shard_count``) work exactly as
 for dense streams.
+
+Mixing: given several sources and ``weights`` (or a schedule), each source is its own packed
+stream (source ``j`` seeded with :func:`source_seed`), and each batch's rows are split among
+them by weight exactly as :meth:`~loaderx.dataloader.DataLoader.mix` splits records: the
+largest-remainder share of the batch, at every step, each source's rows taken in its stream's
+order. A state records each stream's position, and resumes with new weights or a new schedule.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -43,8 +49,12 @@ from .errors import BadArgumentError
 if TYPE_CHECKING:
     from ._typing import Batch
     from .dataset import RaggedDataset
+    from .mix import MixSampler
 
-__all__ = ["PACKINGS", "DEFAULT_BINS", "PackedSource"]
+__all__ = ["DEFAULT_BINS", "KEYS", "PACKINGS", "PackedSource", "source_seed"]
+
+#: The arrays of a packed batch, in the order the engine returns them.
+KEYS = ("tokens", "segment_ids", "positions", "doc_index", "doc_offset")
 
 #: The packings :meth:`~loaderx.dataloader.DataLoader.packed` takes.
 PACKINGS = ("concat", "best_fit")
@@ -67,6 +77,7 @@ def check_packing(seq_len: Any, packing: Any, bins: Any) -> tuple[int, str, int]
 def check_source(source: Any) -> RaggedDataset:
     """The source as a RaggedDataset of integer tokens, or a TypeError saying what it takes."""
     from .dataset import RaggedDataset
+    from .mix import MixSampler
 
     if not isinstance(source, RaggedDataset):
         raise TypeError(
@@ -80,16 +91,28 @@ def check_source(source: Any) -> RaggedDataset:
     return source
 
 
+def source_seed(seed: int, j: int) -> int:
+    """The seed of mixed source ``j``'s packed stream (source 0's is ``seed``), as core's mixer
+    keys its streams."""
+    return (seed ^ _rotl((j * 0x9E3779B97F4A7C15) % 2**64, 17)) % 2**64
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (64 - r))) % 2**64
+
+
 class PackedSource:
     """The gather half of a packed loader's step: this shard's rows of global batch ``step``.
+    With a ``mix``, each dataset is its own packed stream and the mix says which rows of which
+    stream fill each batch (:class:`loaderx.mix.MixSampler`, by stream position).
 
-    Pickles as the dataset and the packing arguments; the plan is made again where it is
+    Pickles as the datasets and the packing arguments; the plans are made again where it is
     unpickled (a worker process), on first use.
     """
 
     def __init__(
         self,
-        dataset: RaggedDataset,
+        datasets: Sequence[RaggedDataset],
         seq_len: int,
         batch_size: int,
         packing: str,
@@ -97,43 +120,57 @@ class PackedSource:
         mode: int,
         seed: int,
         shard: Shard,
+        mix: MixSampler | None = None,
     ) -> None:
-        self.dataset = dataset
+        self.datasets = list(datasets)
         self.seq_len, self.batch_size, self.packing, self.bins = seq_len, batch_size, packing, bins
-        self.mode, self.seed, self.shard = mode, seed, shard
+        self.mode, self.seed, self.shard, self.mix = mode, seed, shard, mix
         self.rows = shard.per(batch_size)
-        self._packer: _loaderx.Packer | None = None
+        self.dtype = self.datasets[0].dtype
+        self._packers: list[_loaderx.Packer | None] = [None] * len(self.datasets)
         self._lock = threading.Lock()
 
-    @property
-    def packer(self) -> _loaderx.Packer:
-        """The plan (made on first use: the documents' lengths are read from the table)."""
+    def packer(self, j: int = 0) -> _loaderx.Packer:
+        """Source ``j``'s plan (made on first use: the documents' lengths are read from the
+        table)."""
         with self._lock:
-            if self._packer is None:
-                self._packer = self._plan()
-            return self._packer
+            p = self._packers[j]
+            if p is None:
+                p = self._packers[j] = self._plan(j)
+            return p
 
-    def _plan(self) -> _loaderx.Packer:
-        ds = self.dataset
+    def _plan(self, j: int) -> _loaderx.Packer:
+        ds = self.datasets[j]
         n = len(ds)
         if n == 0:
             raise BadArgumentError.new(f"{ds!r} holds no documents: nothing to pack")
         byte_lens = ds.engine.lengths(np.arange(n, dtype=np.uint64))
         lengths = (byte_lens // ds.dtype.itemsize).astype(np.uint32)
-        return _loaderx.Packer(lengths, self.seq_len, self.packing, self.bins, self.mode, self.seed)
+        seed = source_seed(self.seed, j)
+        return _loaderx.Packer(lengths, self.seq_len, self.packing, self.bins, self.mode, seed)
+
+    def _read(self, j: int, first: int, rows: int) -> tuple[Any, ...]:
+        ds = self.datasets[j]
+        tokens, *rest = self.packer(j).rows(ds.engine, first, rows, ds.dtype.itemsize)
+        shape = (rows, self.seq_len)
+        return (tokens.view(ds.dtype).reshape(shape), *(a.reshape(shape) for a in rest))
 
     def batch(self, step: int) -> Batch:
-        first = step * self.batch_size + self.shard.index * self.rows
-        ds = self.dataset
-        tokens, ids, pos, doc, off = self.packer.rows(ds.engine, first, self.rows, ds.dtype.itemsize)
+        if self.mix is None:
+            first = step * self.batch_size + self.shard.index * self.rows
+            return dict(zip(KEYS, self._read(0, first, self.rows)))
+        sources, positions = self.mix.slots_at(step)
+        cut = self.shard.rows(self.batch_size)
+        sources, positions = sources[cut], positions[cut]
         shape = (self.rows, self.seq_len)
-        return {
-            "tokens": tokens.view(ds.dtype).reshape(shape),
-            "segment_ids": ids.reshape(shape),
-            "positions": pos.reshape(shape),
-            "doc_index": doc.reshape(shape),
-            "doc_offset": off.reshape(shape),
-        }
+        out = [np.zeros(shape, self.dtype), *(np.zeros(shape, t) for t in (np.int32, np.int32, np.int64, np.int64))]
+        for j in np.unique(sources).tolist():
+            slots = np.flatnonzero(sources == j)
+            # A source's slots hold consecutive positions of its stream.
+            got = self._read(j, int(positions[slots[0]]), len(slots))
+            for array, part in zip(out, got):
+                array[slots] = part
+        return dict(zip(KEYS, out))
 
     def config(self) -> dict[str, Any]:
         """What a state records of the packing (besides the sampler's mode and seed)."""
@@ -144,7 +181,7 @@ class PackedSource:
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["_packer"] = None
+        state["_packers"] = [None] * len(self.datasets)
         del state["_lock"]
         return state
 

@@ -60,7 +60,8 @@ def indices(receipt: object, step: int) -> dict[str, Any]:
     if config.get("mix") is not None:
         from .mix import MixSampler
 
-        sampler: Any = MixSampler(config["mix"], segment["weights"], config["batch_size"], config["mode"], config["seed"])
+        weights = segment.get("schedule") or segment["weights"]
+        sampler: Any = MixSampler(config["mix"], weights, config["batch_size"], config["mode"], config["seed"])
         sampler.rebase(segment["start"], segment["positions"])
     else:
         from .sampler import Sampler
