@@ -268,3 +268,23 @@ if __name__ == "__main__" and sys.argv[1:2] == ["worker"]:
     from pathlib import Path
 
     worker(int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]))
+
+
+def test_packed_loaders_give_global_arrays_and_metrics(tmp_path):
+    from loaderx.converter import from_iterator
+    from loaderx.dataset import RaggedDataset
+
+    rng = np.random.default_rng(3)
+    from_iterator(tmp_path / "docs", iter([rng.integers(1, 500, int(n)).astype(np.int32) for n in rng.integers(1, 90, 200)]), progress=False)
+    kw = dict(seq_len=64, batch_size=8, packing="best_fit", mode="cyclic", seed=SEED)
+    with DataLoader.packed(RaggedDataset(tmp_path / "docs"), num_workers=2, **kw) as base:
+        want = [next(base) for _ in range(3)]
+    lx = lxj.DataLoader.packed(RaggedDataset(tmp_path / "docs"), **kw)
+    for w in want:
+        got = next(lx)
+        assert set(got) == set(w)
+        for key, value in got.items():
+            assert isinstance(value, jax.Array) and value.shape == (8, 64) and len(value.sharding.device_set) == 4
+            assert np.array_equal(np.asarray(value), w[key]), key
+    assert lx.metrics()["next"]["count"] == 3
+    lx.close()

@@ -227,3 +227,28 @@ def test_batch_sampler_refuses_bad_shards():
     a = lt.BatchSampler(N, 12, seed=1, shard_index=0, shard_count=1)
     with pytest.raises(ValueError, match="seed"):
         a.load_state_dict(lt.BatchSampler(N, 12, seed=2, shard_index=0, shard_count=1).state_dict())
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_packed_loaders_run_in_torchs_loader(tmp_path, workers):
+    from loaderx.converter import from_iterator
+
+    rng = np.random.default_rng(4)
+    docs = [rng.integers(1, 30000, int(n)).astype(np.uint16) for n in rng.integers(1, 70, 150)]
+    from_iterator(tmp_path / "docs", iter(docs), progress=False)
+    kw = dict(seq_len=32, batch_size=4, packing="concat", mode="cyclic", seed=2, num_workers=1)
+    with DataLoader.packed(RaggedDataset(tmp_path / "docs"), **kw) as base:
+        want = [next(base) for _ in range(6)]
+    ds = lt.IterableDataset(DataLoader.packed(RaggedDataset(tmp_path / "docs"), **kw))
+    it = iter(TorchLoader(ds, batch_size=None, num_workers=workers))
+    for w in want:
+        got = next(it)
+        for key in ("tokens", "segment_ids", "positions", "doc_index", "doc_offset"):
+            assert torch.equal(got[key], torch.from_numpy(w[key].copy())), key
+    # The attention mask a model builds from segment ids: a slot sees the earlier slots of its
+    # own segment, padding sees nothing.
+    seg = got["segment_ids"]
+    mask = (seg[:, :, None] == seg[:, None, :]) & (seg[:, :, None] > 0) & torch.tril(torch.ones(32, 32, dtype=torch.bool))
+    assert mask.shape == (4, 32, 32) and mask.diagonal(dim1=1, dim2=2).eq(seg > 0).all()
+    if workers == 0:
+        assert ds.metrics()["stages"]["read"]["count"] >= 6

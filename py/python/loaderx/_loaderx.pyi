@@ -6,7 +6,7 @@ from typing import Any, Self, final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Handle", "Conversion", "Mixer", "Sampler", "Schema", "cli", "commit", "is_url", "manifest_file", "is_store_file", "redact_url", "check_writable", "process_id", "CODECS", "ERROR_CODES", "FORMAT", "SCHEMA_FILE", "META_FILE", "MANIFEST_FILE", "MAX_RECORD_LEN", "MAX_RECORDS", "__version__"]
+__all__ = ["Handle", "Conversion", "Mixer", "Packer", "Sampler", "Schema", "cli", "commit", "is_url", "manifest_file", "is_store_file", "redact_url", "check_writable", "process_id", "CODECS", "ERROR_CODES", "FORMAT", "SCHEMA_FILE", "META_FILE", "MANIFEST_FILE", "MAX_RECORD_LEN", "MAX_RECORDS", "__version__"]
 
 CODECS: dict[str, int]
 ERROR_CODES: dict[str, int]
@@ -79,14 +79,58 @@ class Conversion:
 
 @final
 class Mixer:
-    def __new__(cls, lengths: list[int], weights: list[float], batch: int, mode: int, seed: int) -> Self: ...
+    def __new__(
+        cls,
+        lengths: list[int],
+        points: list[tuple[int, list[float]]],
+        interpolation: str,
+        batch: int,
+        mode: int,
+        seed: int,
+    ) -> Self: ...
     @property
     def counts(self) -> list[int]: ...
     @property
     def batch_len(self) -> int: ...
+    def counts_at(self, step: int) -> list[int]: ...
+    def weights_at(self, step: int) -> list[float]: ...
+    def slots_at(self, step: int) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint64]]: ...
     def batch_at(self, step: int) -> npt.NDArray[np.uint64]: ...
     def positions_at(self, step: int) -> list[int]: ...
     def rebase(self, step: int, positions: list[int]) -> None: ...
+
+@final
+class Packer:
+    def __new__(
+        cls, lengths: npt.NDArray[np.uint32], seq_len: int, packing: str, bins: int, mode: int, seed: int
+    ) -> Self: ...
+    def rows(
+        self, handle: Handle, first: int, rows: int, elem: int
+    ) -> tuple[
+        npt.NDArray[np.uint8],
+        npt.NDArray[np.int32],
+        npt.NDArray[np.int32],
+        npt.NDArray[np.int64],
+        npt.NDArray[np.int64],
+    ]: ...
+    def segments(
+        self, first: int, rows: int
+    ) -> tuple[
+        npt.NDArray[np.uint64],
+        npt.NDArray[np.uint64],
+        npt.NDArray[np.uint64],
+        npt.NDArray[np.uint64],
+        npt.NDArray[np.uint64],
+    ]: ...
+    def epoch_rows(self, epoch: int) -> int | None: ...
+    @property
+    def tokens(self) -> int: ...
+    @property
+    def documents(self) -> int: ...
+    @property
+    def plan_bytes(self) -> int: ...
+    @property
+    def lengths_bytes(self) -> int: ...
 
 def commit(
     path: str | os.PathLike[str], stores: list[str], storage_options: dict[str, str] | None = None

@@ -93,12 +93,15 @@ import tokenize
 import traceback
 import types
 import weakref
-from typing import Any, Callable, Iterable, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, cast
 
 import numpy as np
 
 from . import _process
 from .errors import WorkerError
+
+if TYPE_CHECKING:
+    from ._metrics import Metrics
 
 #: Arrays smaller than this travel inside the pickle stream instead of as separate buffers.
 INBAND_MAX = 4096
@@ -285,8 +288,9 @@ class ProcessPipeline:
     ``window`` steps queued on the workers (each to the least busy one), reads their answers and
     maps the slots. Deadlines are read on ``clock`` (seconds, monotonic), which a test may replace."""
 
-    def __init__(self, spec: bytes, start: int, num_workers: int, window: int) -> None:
+    def __init__(self, spec: bytes, start: int, num_workers: int, window: int, metrics: Metrics | None = None) -> None:
         self.clock: Callable[[], float] = time.monotonic
+        self._metrics = metrics  # the workers' stage marks go there
         self.pid = _process.current()
         self._spec = spec
         self._lock = threading.Lock()
@@ -320,6 +324,10 @@ class ProcessPipeline:
             self._ready.clear()
             self._redo.clear()
             self._next = self._claim = step
+
+    def ready_count(self) -> int:
+        """Batches made and not yet taken."""
+        return len(self._ready)
 
     def get(self) -> Any:
         with self._lock:
@@ -398,7 +406,9 @@ class ProcessPipeline:
         w.tasks.pop(task, None)
         step = self._steps.pop(task, None)  # None: stale (the loader was seeked meanwhile)
         if msg[0] == "ok":
-            _, _, sid, size, buffers, stream = msg
+            _, _, sid, size, buffers, stream, marks, nbytes = msg
+            if step is not None and self._metrics is not None:
+                self._metrics.step(step, marks, nbytes, w.index + 1)
             try:
                 if fds:
                     w.slots[sid] = mmap.mmap(fds[0], size)
@@ -595,6 +605,7 @@ def _child_main(sock_fd: int, spec_fd: int) -> None:
         prep, payload = pickle.loads(spec)
         multiprocessing.spawn.prepare(prep)
         source, transform = pickle.loads(payload)
+        from .dataloader import produce_timed
     except BaseException:
         try:
             _send(sock, ("fatal", _tb_text()))
@@ -616,13 +627,15 @@ def _child_main(sock_fd: int, spec_fd: int) -> None:
         slots.free += freed
         sid = None
         try:
-            stream, buffers, offsets, used = _layout(transform(source.batch(step)))
+            result, marks, nbytes = produce_timed(source, transform, step)
+            stream, buffers, offsets, used = _layout(result)
+            del result
             sid, mm, new = slots.take(used + len(stream))  # OSError: no memory for the slot
             for raw, (offset, n) in zip(buffers, offsets):
                 mm[offset : offset + n] = raw
             mm[used : used + len(stream)] = stream
             del buffers
-            reply = ("ok", task, sid, slots.slots[sid][2], offsets, (used, len(stream)))
+            reply = ("ok", task, sid, slots.slots[sid][2], offsets, (used, len(stream)), marks, nbytes)
             fds = (slots.slots[sid][0],) if new else ()
         except BaseException as e:  # raised by next() at this step
             if sid is not None and new:  # the parent never heard of it

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, Literal, Mapping, Sequ
 
 from . import _process
 from ._closing import Closing
+from ._metrics import Metrics, clock
 from ._state import LoaderState, Shard, base_config
 from .packing import DEFAULT_BINS, PackedSource, check_packing, check_source
 from .sampler import Sampler, _mode
@@ -108,6 +109,10 @@ class _Pipeline:
     @property
     def next_step(self) -> int:
         return self._next
+
+    def ready_count(self) -> int:
+        """Batches made and not yet taken."""
+        return len(self._ready)
 
     def _work(self) -> None:
         cond = self._cond
@@ -195,8 +200,25 @@ class _BatchSource:
         self.shard = shard
 
     def batch(self, step: int) -> Batch:
+        return self.batch_timed(step)[0]
+
+    def batch_timed(self, step: int) -> tuple[Batch, float]:
+        """The batch, and the clock when its indices were ready (the end of sampling)."""
         idxs = self.shard.take(self.sampler.batch_at(step))
-        return {name: ds.__getitems__(idxs) for name, ds in self.streams.items()}
+        sampled = clock()
+        return {name: ds.__getitems__(idxs) for name, ds in self.streams.items()}, sampled
+
+
+def produce_timed(source: _BatchSource | PackedSource, transform: Callable[[Batch], Any], step: int) -> tuple[Any, tuple[float, float, float, float], int]:
+    """``transform(source.batch(step))``, with the clock at its start, after sampling, after
+    reading and after the transform, and the bytes of the batch's arrays."""
+    t0 = clock()
+    batch, t1 = source.batch_timed(step)
+    t2 = clock()
+    out = transform(batch)
+    t3 = clock()
+    nbytes = sum(int(getattr(v, "nbytes", 0)) for v in batch.values()) if isinstance(batch, dict) else 0
+    return out, (t0, t1, t2, t3), nbytes
 
 
 class DataLoader(Closing, Generic[_T]):
@@ -234,6 +256,9 @@ class DataLoader(Closing, Generic[_T]):
             shared memory (arrays of 4 KiB and more without a copy in this process), and an
             exception in a worker, or a worker's death, is raised by ``next()`` at its step.
             POSIX only.
+        trace (str | PathLike, optional): Writes the loader's stages and waits as Chrome trace
+            events (JSON that Perfetto opens: one track per worker, one for the consumer) to
+            this file when the loader closes or the process exits. See :meth:`metrics`.
         verify (str, optional): Sets every stream's checked reads: ``"off"``, ``"fetched"``
             or ``"always"`` (see :class:`~loaderx.dataset.DenseDataset`). None (the default)
             keeps each stream's own setting.
@@ -256,6 +281,7 @@ class DataLoader(Closing, Generic[_T]):
         verify: str | None = None,
         _mix: MixSampler | None = None,
         _packed: tuple[int, str, int] | None = None,
+        trace: str | os.PathLike[str] | None = None,
     ) -> None:
         if shuffle is not None:
             raise TypeError(
@@ -307,7 +333,7 @@ class DataLoader(Closing, Generic[_T]):
         else:
             (tokens,) = self.streams.values()
             # A mix's sources are the parts of its joined stream.
-            parts = getattr(tokens._store, "parts", None) if _mix is not None else None  # type: ignore[union-attr]
+            parts = getattr(getattr(tokens, "_store", None), "parts", None) if _mix is not None else None
             seq_len, packing, bins = _packed
             self._source = PackedSource(
                 [check_source(d) for d in (parts or [tokens])],
@@ -353,10 +379,40 @@ class DataLoader(Closing, Generic[_T]):
         self._pipeline: _Pipeline | ProcessPipeline | None = None
         self._finalizer: weakref.finalize[[], DataLoader[Any]] | None = None
         self._closed = False
+        # What next() waited for and where the workers' time went (metrics()); with `trace`, as
+        # Chrome trace events too, written when the loader closes or the process exits.
+        self._metrics = Metrics(trace)
+        self._trace_writer = weakref.finalize(self, self._metrics.write_trace) if trace is not None else None
 
     # The batch for a step: a pure function of the step.
     def _produce(self, step: int) -> Any:
-        return self.transform(self._source.batch(step))
+        out, marks, nbytes = produce_timed(self._source, self.transform, step)
+        name = threading.current_thread().name
+        track = int(name.rsplit("-", 1)[1]) + 1 if name.startswith("loaderx-worker-") else 1
+        self._metrics.step(step, marks, nbytes, track)
+        return out
+
+    def metrics(self) -> dict[str, Any]:
+        """This process's record of the loader, as a dict of plain numbers (seconds, bytes):
+
+        * ``next``: how long each ``next()`` waited for its batch: ``count``, ``total``,
+          ``p50``, ``p95``, ``p99`` and ``max`` (percentiles within 9 %);
+        * ``ready``: the batches ready when ``next()`` was called: ``mean``, ``min``, ``max``,
+          and ``none``, the calls that found none ready (each one a stall);
+        * ``stages``: each stage's time per step on the workers, as ``next``: ``sample`` (the
+          step's indices or rows), ``read`` (the engine's fetch and decode), ``transform``;
+        * ``bytes``: the bytes of the batches made.
+
+        Worker processes (``workers="processes"``) report their stages with their results.
+        :meth:`reset_metrics` starts counting anew.
+        """
+        out = self._metrics.snapshot()
+        out["workers"] = {"kind": self.workers, "count": self.num_workers, "prefetch": self.prefetch_size}
+        return out
+
+    def reset_metrics(self) -> None:
+        """Start :meth:`metrics` anew (after a warm-up, say)."""
+        self._metrics.reset()
 
     def _process_spec(self) -> bytes:
         """What a worker process starts from: ``multiprocessing``'s preparation data (sys.path,
@@ -405,7 +461,7 @@ class DataLoader(Closing, Generic[_T]):
             if self.workers == "processes":
                 from ._process_workers import ProcessPipeline
 
-                p = ProcessPipeline(self._process_spec(), self._start, self.num_workers, window)
+                p = ProcessPipeline(self._process_spec(), self._start, self.num_workers, window, self._metrics)
             else:
                 p = _Pipeline(_weak_produce(self), self._start, self.num_workers, window)
             self._pipeline = p
@@ -679,9 +735,9 @@ class DataLoader(Closing, Generic[_T]):
             source = _joined(datasets)
         elif weights is not None:
             raise TypeError("weights= mixes several sources: pass a list of RaggedDatasets as the source")
-        check_source(source)
+        tokens: Stream = check_source(source)
         return cast("type[DataLoader[_R]]", cls)(
-            {"tokens": source},
+            {"tokens": tokens},
             num_workers,
             batch_size,
             prefetch_size,
@@ -719,7 +775,12 @@ class DataLoader(Closing, Generic[_T]):
         return self
 
     def __next__(self) -> _T:
-        return cast("_T", self._running().get())
+        p = self._running()
+        t0 = clock()
+        ready, step = p.ready_count(), p.next_step
+        value = p.get()
+        self._metrics.waited(t0, clock(), ready, step)
+        return cast("_T", value)
 
     def _stop_pipeline(self) -> None:
         p, self._pipeline = self._pipeline, None
@@ -738,6 +799,8 @@ class DataLoader(Closing, Generic[_T]):
         with self._guard():
             self._stop_pipeline()
             self._closed = True
+        if getattr(self, "_trace_writer", None) is not None:
+            self._trace_writer()  # type: ignore[misc]  # runs once
 
     def __del__(self) -> None:
         self.close()

@@ -45,7 +45,7 @@ def schedule_points(weights: Any, interpolation: str = "step") -> tuple[list[tup
     weights)`` points, or a dict ``{"points": [...], "interpolation": ...}`` (a state's form)."""
     if isinstance(weights, dict):
         interpolation = weights.get("interpolation", interpolation)
-        weights = weights.get("points")
+        weights = weights.get("points", ())
     if interpolation not in INTERPOLATIONS:
         raise BadArgumentError.new(f"interpolation must be one of {INTERPOLATIONS}, got {interpolation!r}")
     try:
@@ -130,7 +130,8 @@ class MixSampler:
 
     def slots_at(self, step: int) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint64]]:
         """Each slot of batch ``step``: its dataset, and the position in that dataset's stream."""
-        return self._s.slots_at(int(step))
+        sources, positions = self._s.slots_at(int(step))
+        return sources, positions
 
     def positions_at(self, step: int) -> list[int]:
         """Where each dataset's stream stands before ``step``."""

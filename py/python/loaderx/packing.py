@@ -77,7 +77,6 @@ def check_packing(seq_len: Any, packing: Any, bins: Any) -> tuple[int, str, int]
 def check_source(source: Any) -> RaggedDataset:
     """The source as a RaggedDataset of integer tokens, or a TypeError saying what it takes."""
     from .dataset import RaggedDataset
-    from .mix import MixSampler
 
     if not isinstance(source, RaggedDataset):
         raise TypeError(
@@ -151,17 +150,26 @@ class PackedSource:
 
     def _read(self, j: int, first: int, rows: int) -> tuple[Any, ...]:
         ds = self.datasets[j]
-        tokens, *rest = self.packer(j).rows(ds.engine, first, rows, ds.dtype.itemsize)
+        tokens, ids, pos, doc, off = self.packer(j).rows(ds.engine, first, rows, ds.dtype.itemsize)
         shape = (rows, self.seq_len)
-        return (tokens.view(ds.dtype).reshape(shape), *(a.reshape(shape) for a in rest))
+        return (tokens.view(ds.dtype).reshape(shape), *(a.reshape(shape) for a in (ids, pos, doc, off)))
 
     def batch(self, step: int) -> Batch:
+        return self.batch_timed(step)[0]
+
+    def batch_timed(self, step: int) -> tuple[Batch, float]:
+        """The batch, and the clock when its rows were chosen (the engine plans each row's
+        documents as it reads them)."""
+        from ._metrics import clock
+
         if self.mix is None:
             first = step * self.batch_size + self.shard.index * self.rows
-            return dict(zip(KEYS, self._read(0, first, self.rows)))
+            sampled = clock()
+            return dict(zip(KEYS, self._read(0, first, self.rows))), sampled
         sources, positions = self.mix.slots_at(step)
         cut = self.shard.rows(self.batch_size)
         sources, positions = sources[cut], positions[cut]
+        sampled = clock()
         shape = (self.rows, self.seq_len)
         out = [np.zeros(shape, self.dtype), *(np.zeros(shape, t) for t in (np.int32, np.int32, np.int64, np.int64))]
         for j in np.unique(sources).tolist():
@@ -170,7 +178,7 @@ class PackedSource:
             got = self._read(j, int(positions[slots[0]]), len(slots))
             for array, part in zip(out, got):
                 array[slots] = part
-        return dict(zip(KEYS, out))
+        return dict(zip(KEYS, out)), sampled
 
     def config(self) -> dict[str, Any]:
         """What a state records of the packing (besides the sampler's mode and seed)."""

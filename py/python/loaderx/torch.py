@@ -132,6 +132,13 @@ class IterableDataset(_tud.IterableDataset):
         another loader config)."""
         self._base, self._next = self.loader._load_state(state).step, None
 
+    def metrics(self) -> dict[str, Any]:
+        """The loader's :meth:`~loaderx.dataloader.DataLoader.metrics` in this process. With
+        ``num_workers=0`` that is the whole run (its own worker threads' stages, and what each
+        batch waited); under torch worker processes each worker records its own steps' stages
+        in its copy of the loader, so this process shows none of them."""
+        return self.loader.metrics()
+
 
 class _Rows:
     """A gathered batch as the list of samples torch's default collation expects, built lazily
