@@ -227,6 +227,38 @@ export declare class Sampler {
   free(): void;
 }
 
+/** One run of tokens in a packed row: tokens `offset .. offset + len` of document `doc` at
+ *  columns `col .. col + len` of `row`. */
+export interface PackedSegment {
+  row: number;
+  col: number;
+  len: number;
+  doc: number;
+  offset: number;
+}
+
+export interface PackOptions {
+  seqLen: number;
+  /** 'concat' (default): one token stream cut into rows; 'best_fit': whole documents. */
+  packing?: 'concat' | 'best_fit';
+  /** Rows best_fit keeps open (default 128). */
+  bins?: number;
+  /** The document order (default 'CYCLIC'). */
+  mode?: SamplerMode;
+  seed?: number | bigint;
+}
+
+/** Packed rows planned by loaderx-core exactly as Python's `DataLoader.packed` plans them. */
+export declare class Packer {
+  constructor(lengths: ArrayLike<number>, options: PackOptions);
+  segments(first: number | bigint, rows: number | bigint): PackedSegment[];
+  epochRows(epoch: number | bigint): number | undefined;
+  readonly tokens: number;
+  readonly documents: number;
+  /** Releases the wasm memory; every later call throws LOADERX_CLOSED (free() again does nothing). */
+  free(): void;
+}
+
 export interface HttpOptions {
   /** A custom fetch. A function cannot be sent to a worker: such a source opens on the calling
    *  thread, and `{worker: true}` / `{threads: true}` with it is LOADERX_ARGUMENT. */

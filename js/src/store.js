@@ -861,7 +861,78 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
     }
   }
 
-  return { Store, Sampler, version: wasm.version(), threaded: wasm.isThreaded() };
+  /**
+   * Packed rows of token documents, planned by loaderx-core exactly as the Python loader's
+   * `DataLoader.packed` plans them: the same lengths and options give the same segments.
+   */
+  class Packer {
+    #inner;
+
+    /**
+     * @param {ArrayLike<number>} lengths tokens of each document
+     * @param {{seqLen: number, packing?: 'concat'|'best_fit', bins?: number, mode?: number|string, seed?: number|bigint}} options
+     */
+    constructor(lengths, options) {
+      const { seqLen, packing = 'concat', bins = 128, mode = 'CYCLIC', seed = 42 } = options ?? {};
+      const m = typeof mode === 'string' ? MODES[mode.toUpperCase()] : mode;
+      if (!Number.isInteger(m) || m < 0 || m > 2) {
+        throw loaderxError('LOADERX_ARGUMENT', `unknown sampler mode ${describe(mode)}: expected 0 (SEQUENTIAL), 1 (IID) or 2 (CYCLIC)`);
+      }
+      /** @type {[string, unknown][]} */
+      const counts = [['seqLen', seqLen], ['bins', bins]];
+      for (const [name, v] of counts) {
+        if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v >= 2 ** 31) {
+          throw loaderxError('LOADERX_ARGUMENT', `${name} must be a positive integer below 2^31, got ${describe(v)}`);
+        }
+      }
+      const lens = Uint32Array.from(lengths, (n) => {
+        if (!Number.isInteger(n) || n < 0 || n >= 2 ** 32) throw loaderxError('LOADERX_ARGUMENT', `document lengths must be integers in 0..2^32, got ${describe(n)}`);
+        return n;
+      });
+      this.#inner = wasmCall(() => new wasm.Packer(lens, seqLen, packing, bins, m, u64(seed, 'seed')));
+    }
+
+    #live() {
+      if (!this.#inner) throw loaderxError('LOADERX_CLOSED', 'the packer is freed');
+      return this.#inner;
+    }
+
+    /**
+     * The segments of rows `first .. first + rows`, in row then column order: tokens
+     * `offset .. offset + len` of document `doc` at columns `col .. col + len` of `row`.
+     * @returns {{row: number, col: number, len: number, doc: number, offset: number}[]}
+     */
+    segments(first, rows) {
+      const flat = wasmCall(() => this.#live().segments(u64(first, 'first'), u64(rows, 'rows')));
+      const out = [];
+      for (let k = 0; k < flat.length; k += 5) {
+        out.push({ row: flat[k], col: flat[k + 1], len: flat[k + 2], doc: flat[k + 3], offset: flat[k + 4] });
+      }
+      return out;
+    }
+
+    /** Rows of epoch `epoch` (best_fit), or undefined (concat). */
+    epochRows(epoch) {
+      return wasmCall(() => this.#live().epochRows(u64(epoch, 'epoch')));
+    }
+
+    get tokens() {
+      return this.#live().tokens;
+    }
+
+    get documents() {
+      return this.#live().documents;
+    }
+
+    /** Releases the wasm memory; later calls throw LOADERX_CLOSED (freeing again does nothing). */
+    free() {
+      const inner = this.#inner;
+      this.#inner = null;
+      inner?.free();
+    }
+  }
+
+  return { Store, Sampler, Packer, version: wasm.version(), threaded: wasm.isThreaded() };
 }
 
 

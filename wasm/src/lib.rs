@@ -7,6 +7,7 @@
 //! * [`Manifest`] — a manifest's stores checked against their entries and a request split over
 //!   them by core's rules; `identify` answers "store or manifest?" from what JS sees.
 //! * [`Sampler`] — the core sampler; the same arguments give the same batches as native.
+//! * [`Packer`] — the core packer; the same arguments plan the same packed rows as native.
 //!
 //! Errors are JavaScript `Error`s named `LoaderxError` with a stable `code` (see [`error`]).
 //! No path reachable from JavaScript panics, so a rejected call never leaves the module
@@ -21,12 +22,14 @@ mod error;
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
 mod job;
 mod manifest;
+mod pack;
 mod reader;
 mod sampler;
 
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
 pub use job::DecodeJob;
 pub use manifest::{identify, manifest_file, names_a_file, Manifest};
+pub use pack::Packer;
 pub use reader::{blank_scan_window, blank_tail_problem, combined_digest, Plan, Reader, MAX_OUT};
 pub use sampler::Sampler;
 
