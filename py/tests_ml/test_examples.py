@@ -61,3 +61,15 @@ def test_ray_convert_writes_manifests_and_trains_from_them(tmp_path):
     total, source = re.search(r"sum (\d+) \(source sum (\d+)\)", out).groups()
     assert total == source
     assert float(re.search(r"^accuracy ([\d.]+)$", out, re.M).group(1)) >= 0.9
+
+
+def test_gpt_packed_resumes_on_another_rank_count_to_the_same_weights(tmp_path):
+    straight = run("gpt_packed.py", "--workdir", tmp_path / "a", "--steps", 60, "--ranks", 4)
+    stopped = run("gpt_packed.py", "--workdir", tmp_path / "b", "--steps", 60, "--ranks", 2, "--stop-at", 25)
+    assert "checkpoint at step 25" in stopped and "weights" not in stopped
+    resumed = run("gpt_packed.py", "--workdir", tmp_path / "b", "--steps", 60, "--ranks", 3, "--resume")
+    assert "resumed at step 25 on 3 ranks (saved on 2)" in resumed
+    weights = [re.search(r"^weights (\w+)$", out, re.M).group(1) for out in (straight, resumed)]
+    assert weights[0] == weights[1]
+    losses = [float(v) for v in re.findall(r"^step \d+ loss ([\d.]+)$", straight, re.M)]
+    assert len(losses) == 3 and losses[-1] < losses[0]
