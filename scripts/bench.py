@@ -785,7 +785,7 @@ def section_ragged(args, ref, work):
 
 
 #: The sections whose code is in a script of its own, by the module that holds them.
-SCRIPT_SECTIONS = {"gather": "bench_limits", "remote": "bench_remote", "verify": "bench_verify"}
+SCRIPT_SECTIONS = {"gather": "bench_limits", "remote": "bench_remote", "verify": "bench_verify", "packed": "bench_packed"}
 
 
 def main():
@@ -796,7 +796,7 @@ def main():
         torch_worker_main()
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("section", nargs="?", default="all", choices=["sampler", "store", "gather", "loader", "many", "ragged", "transform", "remote", "verify", "torch", "jax", "arrow", "ray", "all"])
+    parser.add_argument("section", nargs="?", default="all", choices=["sampler", "store", "gather", "loader", "many", "ragged", "transform", "remote", "verify", "packed", "torch", "jax", "arrow", "ray", "all"])
     parser.add_argument("--quick", action="store_true", help="a small, fast run")
     default_ref = ROOT / ".venv-ref" / "bin" / "python"
     parser.add_argument("--ref-python", default=str(default_ref) if default_ref.exists() else None)
@@ -825,8 +825,8 @@ def main():
     else:
         ref = Reference(args.ref_python) if args.ref_python else None
     try:
-        for name in ("sampler", "store", "gather", "loader", "many", "ragged", "transform", "remote", "verify"):
-            if args.section == name or (args.section == "all" and name not in ("transform", "remote", "many", "ragged", "verify")):
+        for name in ("sampler", "store", "gather", "loader", "many", "ragged", "transform", "remote", "verify", "packed"):
+            if args.section == name or (args.section == "all" and name not in ("transform", "remote", "many", "ragged", "verify", "packed")):
                 machine_block()
                 if name == "sampler":
                     section_sampler(args, ref)
