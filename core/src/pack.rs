@@ -318,32 +318,47 @@ impl Packer {
         Ok(plan)
     }
 
+    /// Calls `visit` with epoch `epoch`'s documents in order until it returns false or the
+    /// epoch ends (IID epochs end only so); returns how many documents it took.
+    fn walk(&self, epoch: u64, mut visit: impl FnMut(u64) -> bool) -> Result<u64, PackError> {
+        let iid = self.spec.mode == Mode::Iid;
+        let l = self.order.length();
+        let mut buf = vec![0u64; DRAW];
+        let mut at = 0u64;
+        loop {
+            let n = if iid { DRAW as u64 } else { (l - at).min(DRAW as u64) };
+            if n == 0 {
+                return Ok(at);
+            }
+            self.docs(epoch, at, &mut buf[..n as usize])?;
+            for &doc in &buf[..n as usize] {
+                if !visit(doc) {
+                    return Ok(at);
+                }
+                at += 1;
+            }
+        }
+    }
+
     fn plan_concat(&self, epoch: u64) -> Result<Plan, PackError> {
         let iid = self.spec.mode == Mode::Iid;
         let l = self.order.length();
         let mut tokens = Vec::with_capacity(usize::try_from(l).unwrap_or(0) / CHECKPOINT + 2);
-        let mut buf = vec![0u64; DRAW];
-        let (mut sum, mut at) = (0u64, 0u64);
-        'epoch: loop {
-            let n = if iid { DRAW as u64 } else { (l - at).min(DRAW as u64) };
-            if n == 0 {
-                break;
+        let (mut sum, mut k) = (0u64, 0usize);
+        let docs = self.walk(epoch, |doc| {
+            if iid && sum >= self.total {
+                return false;
             }
-            self.docs(epoch, at, &mut buf[..n as usize])?;
-            for &doc in &buf[..n as usize] {
-                if iid && sum >= self.total {
-                    break 'epoch;
-                }
-                if at % CHECKPOINT as u64 == 0 {
-                    tokens.push(sum);
-                }
-                sum += u64::from(self.lengths[doc as usize]);
-                at += 1;
+            if k % CHECKPOINT == 0 {
+                tokens.push(sum);
             }
-        }
+            sum += u64::from(self.lengths[doc as usize]);
+            k += 1;
+            true
+        })?;
         // IID: the last document is cut where the epoch reaches T.
         tokens.push(sum.min(self.total));
-        Ok(Plan::Concat { tokens, docs: at })
+        Ok(Plan::Concat { tokens, docs })
     }
 
     /// Appends the segments of global tokens `[from, to)`.
@@ -431,27 +446,16 @@ impl Packer {
     }
 
     fn plan_best_fit(&self, epoch: u64, bins: u32) -> Result<Plan, PackError> {
-        let s = self.spec.seq_len;
         let iid = self.spec.mode == Mode::Iid;
         let limit = if iid { self.iid_rows() } else { u64::MAX };
-        let l = self.order.length();
-        let mut packer = BestFit::new(s, bins as usize, limit);
-        let mut buf = vec![0u64; DRAW];
-        let mut at = 0u64;
-        'epoch: loop {
-            let n = if iid { DRAW as u64 } else { (l - at).min(DRAW as u64) };
-            if n == 0 {
-                break;
+        let mut packer = BestFit::new(self.spec.seq_len, bins as usize, limit);
+        self.walk(epoch, |doc| {
+            if packer.full() {
+                return false;
             }
-            self.docs(epoch, at, &mut buf[..n as usize])?;
-            for &doc in &buf[..n as usize] {
-                if packer.full() {
-                    break 'epoch;
-                }
-                packer.add(doc as u32, self.lengths[doc as usize]);
-                at += 1;
-            }
-        }
+            packer.add(doc as u32, self.lengths[doc as usize]);
+            true
+        })?;
         packer.finish(!iid).ok_or(PackError::PlanTooLarge(epoch))
     }
 

@@ -4,12 +4,9 @@
 // absent, failed then if LOADERX_REQUIRE_PY=1).
 import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { Packer } from '../src/node.js';
-import { REPO } from './helpers/common.mjs';
-import { required, skipUnlessRequired } from './helpers/require_all.mjs';
+import { pythonJson } from './helpers/python.mjs';
+import { skipUnlessRequired } from './helpers/require_all.mjs';
 
 // Lengths from a small LCG, so both sides see the same documents without a store.
 function lengths(n, max, seed) {
@@ -28,7 +25,6 @@ for (const packing of ['concat', 'best_fit']) {
   }
 }
 
-const PYTHON = process.env.LOADERX_PYTHON || join(REPO, '.venv/bin/python');
 const PY_CODE = `
 import json, sys
 import numpy as np
@@ -42,27 +38,19 @@ print(json.dumps(out))
 `;
 
 describe('the wasm packer plans what the Python engine plans', () => {
-  let py = null;
-  let missing = null;
+  /** @type {{ value?: any, missing?: string }} */
+  let py = {};
   before(() => {
-    if (!existsSync(PYTHON)) {
-      missing = `no Python with loaderx at ${PYTHON} (set LOADERX_PYTHON)`;
-      if (required(['LOADERX_REQUIRE_PY'])) throw new Error(`${missing} (LOADERX_REQUIRE_ALL or LOADERX_REQUIRE_PY=1)`);
-      return;
-    }
-    const env = { ...process.env };
-    delete env.PYTHONPATH;
-    const out = execFileSync(PYTHON, ['-c', PY_CODE], { input: JSON.stringify(CASES), env, encoding: 'utf8', timeout: 120000, maxBuffer: 1 << 28 });
-    py = JSON.parse(/** @type {string} */ (out.trim().split('\n').at(-1)));
+    py = pythonJson(PY_CODE, CASES);
   });
 
   CASES.forEach((c, n) => {
     test(`${c.packing}, mode ${c.mode}, ${c.lengths.length} documents, rows ${c.first}..+${c.rows}`, (t) => {
-      if (missing) return skipUnlessRequired(t, missing, ['LOADERX_REQUIRE_PY']);
+      if (py.missing) return skipUnlessRequired(t, py.missing, ['LOADERX_REQUIRE_PY']);
       const p = new Packer(c.lengths, { seqLen: c.seqLen, packing: c.packing, bins: c.bins, mode: c.mode, seed: BigInt(c.seed) });
       const got = p.segments(c.first, c.rows).flatMap((g) => [g.row, g.col, g.len, g.doc, g.offset]);
       assert.ok(got.length > 0);
-      assert.deepEqual(got, py[n]);
+      assert.deepEqual(got, py.value[n]);
       p.free();
     });
   });

@@ -3,12 +3,12 @@
 // in /work/main/.venv or $LOADERX_PYTHON; skipped when absent, failed then if LOADERX_REQUIRE_PY=1).
 import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Sampler } from '../src/node.js';
-import { FIXTURES, REPO, range } from './helpers/common.mjs';
-import { required, skipUnlessRequired } from './helpers/require_all.mjs';
+import { FIXTURES, range } from './helpers/common.mjs';
+import { pythonJson } from './helpers/python.mjs';
+import { skipUnlessRequired } from './helpers/require_all.mjs';
 
 const recording = JSON.parse(readFileSync(join(FIXTURES, 'sampler.json'), 'utf8'));
 const MODES = { SEQUENTIAL: 0, IID: 1, CYCLIC: 2 };
@@ -54,7 +54,6 @@ const PY_CASES = [
   ]),
 ];
 
-const PYTHON = process.env.LOADERX_PYTHON || join(REPO, '.venv/bin/python');
 const PY_CODE = `
 import json, sys
 from loaderx.sampler import Sampler
@@ -66,34 +65,26 @@ print(json.dumps(out))
 `;
 
 describe('IID and CYCLIC equal the Python sampler', () => {
-  let py = null;
-  let missing = null;
+  /** @type {{ value?: any, missing?: string }} */
+  let py = {};
   before(() => {
-    if (!existsSync(PYTHON)) {
-      missing = `no Python with loaderx at ${PYTHON} (set LOADERX_PYTHON)`;
-      if (required(['LOADERX_REQUIRE_PY'])) throw new Error(`${missing} (LOADERX_REQUIRE_ALL or LOADERX_REQUIRE_PY=1)`);
-      return;
-    }
-    const env = { ...process.env };
-    delete env.PYTHONPATH;
-    const out = execFileSync(PYTHON, ['-c', PY_CODE], { input: JSON.stringify(PY_CASES), env, encoding: 'utf8', timeout: 60000 });
-    py = JSON.parse(/** @type {string} */ (out.trim().split('\n').at(-1))); // (split gives at least one line)
+    py = pythonJson(PY_CODE, PY_CASES);
   });
 
   PY_CASES.forEach((c, n) => {
     const name = `${Object.keys(MODES)[c.mode]} length ${c.length}, batch ${c.batch}, seed ${c.seed}`;
     test(name, (t) => {
-      if (missing) return skipUnlessRequired(t, missing, ['LOADERX_REQUIRE_PY']);
+      if (py.missing) return skipUnlessRequired(t, py.missing, ['LOADERX_REQUIRE_PY']);
       const s = new Sampler(c.length, c.batch, c.mode, BigInt(c.seed));
       c.steps.forEach((step, k) => {
-        assert.deepEqual(list(s.batchAt(BigInt(step))), py[n][k], `batchAt(${step})`);
+        assert.deepEqual(list(s.batchAt(BigInt(step))), py.value[n][k], `batchAt(${step})`);
       });
       // next() walks the same batches.
       const small = c.steps.filter((x) => Number(x) < 12).map(Number);
       for (let k = 0; k <= Math.max(-1, ...small); k++) {
         const got = list(s.next());
         const at = c.steps.indexOf(String(k));
-        if (at >= 0) assert.deepEqual(got, py[n][at], `next() at step ${k}`);
+        if (at >= 0) assert.deepEqual(got, py.value[n][at], `next() at step ${k}`);
       }
       s.free();
     });
