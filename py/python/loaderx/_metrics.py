@@ -25,9 +25,9 @@ import math
 import os
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
-__all__ = ["MAX_EVENTS", "Metrics", "STAGES"]
+__all__ = ["MAX_EVENTS", "Metrics", "STAGES", "clock", "produce_timed"]
 
 #: The stages of a step on a worker.
 STAGES = ("sample", "read", "transform")
@@ -189,3 +189,16 @@ def clock() -> float:
     """The clock every mark uses: ``time.perf_counter`` (CLOCK_MONOTONIC on Linux, so marks from
     worker processes line up with the consumer's)."""
     return time.perf_counter()
+
+
+def produce_timed(source: Any, transform: Callable[[Any], Any], step: int) -> tuple[Any, tuple[float, float, float, float], int]:
+    """``transform(source.batch(step))`` (``source.batch_timed`` gives the batch and the clock
+    when sampling ended), with the clock at its start, after sampling, after
+    reading and after the transform, and the bytes of the batch's arrays."""
+    t0 = clock()
+    batch, t1 = source.batch_timed(step)
+    t2 = clock()
+    out = transform(batch)
+    t3 = clock()
+    nbytes = sum(int(getattr(v, "nbytes", 0)) for v in batch.values()) if isinstance(batch, dict) else 0
+    return out, (t0, t1, t2, t3), nbytes

@@ -605,7 +605,7 @@ def _child_main(sock_fd: int, spec_fd: int) -> None:
         prep, payload = pickle.loads(spec)
         multiprocessing.spawn.prepare(prep)
         source, transform = pickle.loads(payload)
-        from .dataloader import produce_timed
+        from ._metrics import produce_timed
     except BaseException:
         try:
             _send(sock, ("fatal", _tb_text()))

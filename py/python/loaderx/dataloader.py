@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, Literal, Mapping, Sequ
 
 from . import _process
 from ._closing import Closing
-from ._metrics import Metrics, clock
+from ._metrics import Metrics, clock, produce_timed
 from ._state import LoaderState, Shard, base_config
 from .packing import DEFAULT_BINS, PackedSource, check_packing, check_source
 from .sampler import Sampler, _mode
@@ -207,18 +207,6 @@ class _BatchSource:
         idxs = self.shard.take(self.sampler.batch_at(step))
         sampled = clock()
         return {name: ds.__getitems__(idxs) for name, ds in self.streams.items()}, sampled
-
-
-def produce_timed(source: _BatchSource | PackedSource, transform: Callable[[Batch], Any], step: int) -> tuple[Any, tuple[float, float, float, float], int]:
-    """``transform(source.batch(step))``, with the clock at its start, after sampling, after
-    reading and after the transform, and the bytes of the batch's arrays."""
-    t0 = clock()
-    batch, t1 = source.batch_timed(step)
-    t2 = clock()
-    out = transform(batch)
-    t3 = clock()
-    nbytes = sum(int(getattr(v, "nbytes", 0)) for v in batch.values()) if isinstance(batch, dict) else 0
-    return out, (t0, t1, t2, t3), nbytes
 
 
 class DataLoader(Closing, Generic[_T]):
