@@ -13,10 +13,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIST=$PWD/target/test-dist
+# Each step's time on stderr, to see where this suite's minutes go.
+started=$SECONDS
+mark() { echo "test-wheel: $1 at $((SECONDS - started)) s" >&2; }
 # The win_amd64 wheel too: its link (mingw-w64, Windows' system DLLs) differs most from ours.
 DIST_DIR=$DIST DIST_TARGETS="x86_64-unknown-linux-gnu x86_64-pc-windows-gnu" DIST_FT_TARGETS= ./scripts/dist.sh
 # The checker itself must catch broken artifacts (made from the good ones).
 .venv/bin/python -m pytest tests/release -q -p no:cacheprovider
+mark "artifacts built and checked"
 
 venv=$PWD/.venv-wheel
 rm -rf "$venv"
@@ -25,7 +29,9 @@ python3 -m venv "$venv"
 "$venv/bin/pip" install -q "$DIST"/loaderx-*-cp39-abi3-manylinux*_x86_64.whl pytest hypothesis tqdm msgpack "moto[server]" boto3 azure-storage-blob pyarrow polars duckdb datasets
 "$venv/bin/python" -c 'import loaderx, sys; assert "/.venv-wheel/" in loaderx.__file__, loaderx.__file__; print("testing", loaderx.__file__)'
 # From outside the source tree, so `import loaderx` can only find the installed wheel.
+mark "wheel venv ready"
 (cd /tmp && "$venv/bin/python" -m pytest "$OLDPWD/py/tests" -q -p no:cacheprovider)
+mark "pytest suite passed"
 
 smoke='
 import numpy as np, tempfile, os
@@ -49,3 +55,4 @@ PATH=$PWD/.venv/bin:$PATH CARGO_TARGET_DIR=$PWD/target/dist \
   .venv/bin/pip wheel -q --no-cache-dir --no-build-isolation --no-deps -w "$src/wheel" "$DIST"/loaderx-*.tar.gz
 "$src/venv/bin/pip" install -q "$src"/wheel/loaderx-*.whl
 (cd "$src" && "$src/venv/bin/python" -c "$smoke")
+mark "sdist built and ran"
