@@ -146,6 +146,7 @@ def test_packed_sources_mix_by_schedule(tmp_path):
         rows_of = [int((b["tokens"][:, 0] >= 10000).sum()), 0]
         want = apportion(weights_at(points, step, True), 8)
         assert [8 - rows_of[0], rows_of[0]] == want, step
+        assert b["source"].tolist() == (b["tokens"][:, 0] >= 10000).astype(int).tolist()
         for r in range(8):
             j = int(b["tokens"][r, 0] >= 10000)
             for c in range(16):

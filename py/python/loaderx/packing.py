@@ -33,6 +33,8 @@ stream (source ``j`` seeded with :func:`source_seed`), and each batch's rows are
 them by weight exactly as :meth:`~loaderx.dataloader.DataLoader.mix` splits records: the
 largest-remainder share of the batch, at every step, each source's rows taken in its stream's
 order. A state records each stream's position, and resumes with new weights or a new schedule.
+A mixed batch also holds ``source`` (int32, one per row): the source each row came from, whose
+records its ``doc_index`` counts.
 """
 
 from __future__ import annotations
@@ -178,7 +180,10 @@ class PackedSource:
             got = self._read(j, int(positions[slots[0]]), len(slots))
             for array, part in zip(out, got):
                 array[slots] = part
-        return dict(zip(KEYS, out)), sampled
+        batch = dict(zip(KEYS, out))
+        # Which source each row came from (its doc_index counts that source's records).
+        batch["source"] = sources.astype(np.int32)
+        return batch, sampled
 
     def config(self) -> dict[str, Any]:
         """What a state records of the packing (besides the sampler's mode and seed)."""
