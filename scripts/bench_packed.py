@@ -7,9 +7,10 @@
   log-normal, median 300 tokens), 2 worker threads, after a warm-up;
 * padding of ``"best_fit"`` (the share of slots that are padding) on those lengths, per bin
   count;
-* the plan over 10 million documents: making it (lengths read from a store's table, then the
-  first epoch planned), time to the first batch, seeks to random steps of the epoch, and the
-  plan's bytes per document;
+* the plan over 10 million documents: making it (the first epoch planned), the next batch's rows,
+  seeks to random rows of the epoch, and the plan's bytes per document; then a packed loader over
+  a store of those 10 million documents: time to its first batch (lengths read from the table,
+  the epoch planned, the rows read) and to a batch after a seek;
 * metrics overhead: the loader over raw 12 KiB records with its metrics recorded (always, as
   shipped) against the same loader with recording replaced by no-ops, and with a trace;
   rounds interleaved, medians.
@@ -117,6 +118,38 @@ def section_packed(args, work):
             seeks.append(time.perf_counter() - t)
         per_doc = p.plan_bytes / big
         print(f"| {packing} | {plan:.3f} | {first:.6f} | {median(seeks) * 1e3:.3f} / {max(seeks) * 1e3:.3f} | {per_doc:.2f} (+4 of lengths) |")
+    print()
+
+    print(f"A packed loader over a store of {big / 1e6:.0f} M documents (raw, the lengths above, best_fit):\n")
+    path = Path(work) / f"packed-docs-{big}"
+    if not (path / "meta.zr").exists():
+        from loaderx.converter import from_iterator
+        from loaderx.zrecord import Zrecord
+
+        ends = np.cumsum(big_lengths.astype(np.int64))
+        from_iterator(path, iter([np.zeros(int(big_lengths[0]), np.uint16)]), codec="raw", progress=False)
+        z = Zrecord(path, codec="raw")
+        step = 1_000_000
+        for a in range(1, big, step):
+            b = min(big, a + step)
+            first = int(ends[a - 1])
+            offsets = (ends[a - 1 : b - 1] - first).astype(np.uint64) * 2
+            z.append(np.zeros(int(ends[b - 1] - first), np.uint16).view(np.uint8), offsets, codec="raw")
+        z.close()
+    print("| loader | seconds |")
+    print("|---|---|")
+    t = time.perf_counter()
+    dl = DataLoader.packed(RaggedDataset(path), 2048, 8, "best_fit", "cyclic", seed=1, num_workers=2)
+    next(dl)
+    print(f"| time to the first batch (lengths read, epoch planned, 8 rows read) | {time.perf_counter() - t:.3f} |")
+    seeks = []
+    for k in np.random.default_rng(1).integers(0, 100_000, 20):
+        t = time.perf_counter()
+        dl.seek(int(k))
+        next(dl)
+        seeks.append(time.perf_counter() - t)
+    print(f"| seek to a random step of the epoch and take its batch (median of 20) | {median(seeks):.4f} |")
+    dl.close()
     print()
 
     print("Metrics overhead, the loader over raw 12 KiB records (batch 256, 2 workers), GB/s:\n")
