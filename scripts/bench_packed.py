@@ -142,13 +142,18 @@ def section_packed(args, work):
     dl = DataLoader.packed(RaggedDataset(path), 2048, 8, "best_fit", "cyclic", seed=1, num_workers=2)
     next(dl)
     print(f"| time to the first batch (lengths read, epoch planned, 8 rows read) | {time.perf_counter() - t:.3f} |")
+    steps = dl._source.packer(0).epoch_rows(0) // 8  # the first epoch's steps
     seeks = []
-    for k in np.random.default_rng(1).integers(0, 100_000, 20):
+    for k in np.random.default_rng(1).integers(0, steps, 20):
         t = time.perf_counter()
         dl.seek(int(k))
         next(dl)
         seeks.append(time.perf_counter() - t)
     print(f"| seek to a random step of the epoch and take its batch (median of 20) | {median(seeks):.4f} |")
+    t = time.perf_counter()
+    dl.seek(3 * steps + 5)
+    next(dl)
+    print(f"| seek into the fourth epoch and take its batch (counts epochs 1-3's rows once) | {time.perf_counter() - t:.3f} |")
     dl.close()
     print()
 
