@@ -240,11 +240,7 @@ impl Sampler {
     /// of `self` plays no part). Packing reads documents in this order.
     pub fn elements_into(&self, first: u64, out: &mut [u64]) {
         match self.mode {
-            Mode::Sequential => {
-                let (head, tail) = out.split_at_mut(before_wrap(first, out.len()));
-                fill_ascending(head, first % self.length, self.length);
-                fill_ascending(tail, 0, self.length);
-            }
+            Mode::Sequential => self.sequential_from(first, out),
             Mode::Iid => self.iid_from(first, out),
             Mode::Cyclic => {
                 // Epoch e is elements [e·L, (e + 1)·L): split where a run crosses into the next.
@@ -261,9 +257,12 @@ impl Sampler {
     }
 
     fn fill_sequential(&self, step: u64, out: &mut [u64]) {
-        let base = step.wrapping_mul(self.batch_size);
-        // Element j is base.wrapping_add(j) % length. Within one batch that u64 sum wraps to 0 at
-        // most once and then restarts the run at index 0.
+        self.sequential_from(step.wrapping_mul(self.batch_size), out);
+    }
+
+    /// SEQUENTIAL elements `base, base + 1, …`: element j is `base.wrapping_add(j) % length`.
+    /// Within one run that u64 sum wraps to 0 at most once and then restarts at index 0.
+    fn sequential_from(&self, base: u64, out: &mut [u64]) {
         let (head, tail) = out.split_at_mut(before_wrap(base, out.len()));
         fill_ascending(head, base % self.length, self.length);
         fill_ascending(tail, 0, self.length);
