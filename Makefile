@@ -224,6 +224,22 @@ bench-venv:
 	@$(CURDIR)/.venv-bench/bin/python -c "import torch, numpy, streaming, litdata, boto3" 2>/dev/null || \
 	  { python3 -m venv $(CURDIR)/.venv-bench && $(CURDIR)/.venv-bench/bin/pip install -q torch numpy mosaicml-streaming litdata boto3; }
 
+## Packed token batches beside LitData's TokensLoader and Grain's packing (their venv: below).
+.PHONY: bench-packed bench-peers-venv
+bench-packed: setup py-build bench-peers-venv
+	$(PY) scripts/bench.py packed
+
+## LitData and Grain for the packed benchmark, installed once into ~/.cache/loaderx-tools/venv-peers,
+## on top of the torch/JAX venv of setup.sh (a .pth file shares its packages, so torch is not
+## installed twice).
+PEERS_VENV ?= $(HOME)/.cache/loaderx-tools/venv-peers
+bench-peers-venv: setup
+	@$(PEERS_VENV)/bin/python -c "import litdata, grain, array_record" 2>/dev/null || { \
+	  python3 -m venv $(PEERS_VENV) && \
+	  $(ML_VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > \
+	    "$$($(PEERS_VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/venv_ml.pth" && \
+	  $(PEERS_VENV)/bin/pip install -q litdata==0.2.76 grain==0.2.18; }
+
 ## tests/fixtures matches its committed manifest (tests/fixtures/MANIFEST.sha256): fails on any
 ## missing, extra or changed file. `python3 scripts/fixtures_manifest.py write` regenerates it.
 FIXTURES_DIR ?= tests/fixtures

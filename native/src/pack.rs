@@ -31,7 +31,7 @@ pub fn read_rows(
     let lens = records.lengths(&docs)?;
     let planned = packer.lengths();
     for (&d, &got) in docs.iter().zip(&lens) {
-        let want = u64::from(planned[d as usize]) * elem as u64;
+        let want = u64::from(planned.get(d as usize)) * elem as u64;
         if u64::from(got) != want {
             return Err(Error::BadArgument(format!(
                 "record {d} holds {got} bytes, but the packing plan was made when it held {want}: the store changed under the loader; make a new one"

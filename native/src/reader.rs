@@ -342,7 +342,9 @@ impl Reader {
         let expected = self.expected(view, &entries, &slots)?;
         let dsts = dsts(&lens)?;
         let bytes = lens.iter().map(|&n| u64::from(n)).sum();
-        let pieces = view.fetch(&ranges)?;
+        let pieces = crate::meter::timed(|m| &mut m.fetch_ns, || view.fetch(&ranges))?;
+        let read: u64 = ranges.iter().map(|r| r.end.saturating_sub(r.start)).sum();
+        crate::meter::add(|m| m.read_bytes = m.read_bytes.wrapping_add(read));
         let jobs = slots
             .into_iter()
             .zip(dsts)
@@ -606,7 +608,12 @@ fn decode_one(
 /// the mismatch is damage only while the store's table is as the checksums' writer left it
 /// ([`Reader::standing`]); otherwise the store's records are read unchecked. Fetched bytes are
 /// kept in a cache only once every checked record of the call matched.
-pub(crate) fn decode_planned(mut plans: Vec<Planned<'_, '_>>) -> Result<()> {
+pub(crate) fn decode_planned(plans: Vec<Planned<'_, '_>>) -> Result<()> {
+    crate::meter::timed(|m| &mut m.decode_ns, || decode_settled(plans))
+}
+
+/// [`decode_planned`], unmetered.
+fn decode_settled(mut plans: Vec<Planned<'_, '_>>) -> Result<()> {
     let mut refetched = false;
     loop {
         let error = match decode_all(&mut plans) {

@@ -14,6 +14,7 @@ mod conversion;
 mod error;
 mod functions;
 mod handle;
+mod metrics;
 mod mix;
 mod pack;
 mod pool;
@@ -32,6 +33,7 @@ fn _loaderx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<sampler::Sampler>()?;
     m.add_class::<mix::Mixer>()?;
     m.add_class::<pack::Packer>()?;
+    m.add_class::<metrics::Recorder>()?;
     m.add_function(wrap_pyfunction!(handle::commit, m)?)?;
     m.add_function(wrap_pyfunction!(functions::cli, m)?)?;
     m.add_function(wrap_pyfunction!(functions::is_url, m)?)?;
@@ -40,6 +42,8 @@ fn _loaderx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(functions::manifest_file, m)?)?;
     m.add_function(wrap_pyfunction!(functions::is_store_file, m)?)?;
     m.add_function(wrap_pyfunction!(functions::process_id, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::thread_meter, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::meter_since, m)?)?;
     m.add("ERROR_CODES", error::codes(m.py())?)?;
     let codecs = PyDict::new(m.py());
     for c in Codec::ALL {

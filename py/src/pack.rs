@@ -130,9 +130,10 @@ impl Packer {
         self.inner.plan_bytes()
     }
 
-    /// The bytes the document lengths take (4 per document).
+    /// The bytes the document lengths take (2 per document, more for those of 65,535 tokens
+    /// or more).
     #[getter]
     fn lengths_bytes(&self) -> usize {
-        self.inner.lengths().len() * 4
+        self.inner.lengths().bytes()
     }
 }

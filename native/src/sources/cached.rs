@@ -236,6 +236,11 @@ impl View for CachedView<'_> {
                 }
             }
         }
+        let (hits, misses) = (blocks.len() as u64, missing.len() as u64);
+        crate::meter::add(|m| {
+            m.cache_hits = m.cache_hits.wrapping_add(hits);
+            m.cache_misses = m.cache_misses.wrapping_add(misses);
+        });
         if !missing.is_empty() {
             // Neighbouring missing blocks of a chunk go in one request, up to FETCH_SPAN bytes.
             missing.sort_unstable();

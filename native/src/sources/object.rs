@@ -628,6 +628,8 @@ impl View for ObjectView<'_> {
         let src = self.0;
         let calls = ranges.iter().map(|r| src.get_range(open::chunk_name(r.chunk), r.start..r.end));
         let got: Vec<Bytes> = src.block(futures::stream::iter(calls).buffered(MAX_REQUESTS).try_collect())?;
+        let bytes: u64 = got.iter().map(|b| b.len() as u64).sum();
+        crate::meter::add(|m| m.network_bytes = m.network_bytes.wrapping_add(bytes));
         Ok(got.into_iter().map(Piece::Owned).collect())
     }
 }

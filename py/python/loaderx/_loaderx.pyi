@@ -6,7 +6,7 @@ from typing import Any, Self, final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Handle", "Conversion", "Mixer", "Packer", "Sampler", "Schema", "cli", "commit", "is_url", "manifest_file", "is_store_file", "redact_url", "check_writable", "process_id", "CODECS", "ERROR_CODES", "FORMAT", "SCHEMA_FILE", "META_FILE", "MANIFEST_FILE", "MAX_RECORD_LEN", "MAX_RECORDS", "__version__"]
+__all__ = ["Handle", "Conversion", "Mixer", "Packer", "Recorder", "Sampler", "Schema", "cli", "commit", "is_url", "manifest_file", "is_store_file", "redact_url", "check_writable", "process_id", "thread_meter", "meter_since", "CODECS", "ERROR_CODES", "FORMAT", "SCHEMA_FILE", "META_FILE", "MANIFEST_FILE", "MAX_RECORD_LEN", "MAX_RECORDS", "__version__"]
 
 CODECS: dict[str, int]
 ERROR_CODES: dict[str, int]
@@ -182,6 +182,24 @@ def redact_url(text: str) -> str:
 def process_id() -> int:
     """This process's id, as native keeps it (a forked child's own): what ``loaderx._process``
     compares to tell whether a fork happened since an object was built."""
+def meter_since(before: tuple[int, int, int, int, int, int]) -> tuple[float, float, float, float, float]:
+    """What the calling thread's reads cost since ``before`` (a :func:`thread_meter` reading):
+    (seconds decoding, bytes read, bytes over the network, cache hits, misses)."""
+def thread_meter() -> tuple[int, int, int, int, int, int]:
+    """The calling thread's read meter: (fetch ns, decode ns, bytes read, bytes over the network,
+    remote cache block hits, misses), each only growing."""
 def check_writable(path: str | os.PathLike[str]) -> None:
     """Raises ``BadArgumentError`` naming ``path`` when it is a URL (or ``s3:/b/x``, a URL a
     path type collapsed): stores at URLs are read-only."""
+
+@final
+class Recorder:
+    """A loader's metrics, counted natively (``loaderx._metrics.Metrics`` wraps it)."""
+    def __new__(cls, trace: bool, max_events: int) -> Self: ...
+    def waited(self, start: float, end: float, ready: int, step: int) -> None: ...
+    def step(self, step: int, marks: tuple[float, ...], nbytes: int, track: int) -> None: ...
+    def reset(self) -> None: ...
+    def snapshot(self) -> dict[str, Any]: ...
+    def events(self) -> list[tuple[str, int, float, float, int]]: ...
+    @property
+    def dropped(self) -> bool: ...

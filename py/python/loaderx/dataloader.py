@@ -388,8 +388,13 @@ class DataLoader(Closing, Generic[_T]):
         * ``ready``: the batches ready when ``next()`` was called: ``mean``, ``min``, ``max``,
           and ``none``, the calls that found none ready (each one a stall);
         * ``stages``: each stage's time per step on the workers, as ``next``: ``sample`` (the
-          step's indices or rows), ``read`` (the engine's fetch and decode), ``transform``;
-        * ``bytes``: the bytes of the batches made.
+          step's indices or rows), ``read`` (the engine planning and fetching the bytes),
+          ``decode`` (the engine decoding and checking them), ``transform``;
+        * ``bytes``: the bytes of the batches made;
+        * ``io``: what the engine read for them: ``read_bytes`` (stored bytes),
+          ``network_bytes`` (of those, the bytes of a remote store's answers), and ``cache``,
+          a remote store's cache blocks found (``hits``) and fetched (``misses``), with
+          ``hit_ratio`` (None when no cache was asked).
 
         Worker processes (``workers="processes"``) report their stages with their results.
         :meth:`reset_metrics` starts counting anew.
