@@ -5,6 +5,7 @@
 //! builds for `wasm32-unknown-unknown`. Front ends hand it bytes and file sizes; it returns
 //! values, typed errors and plans that the front end executes.
 
+pub mod augment;
 pub mod checksum;
 pub mod codec;
 pub mod dtype;

@@ -104,7 +104,7 @@ fn mix(mut x: u64) -> u64 {
 
 /// Hash of two words; a bijection in each argument when the other is fixed.
 #[inline]
-fn hash2(a: u64, b: u64) -> u64 {
+pub(crate) fn hash2(a: u64, b: u64) -> u64 {
     mix(mix(a ^ GAMMA).wrapping_add(b).wrapping_add(GAMMA))
 }
 
