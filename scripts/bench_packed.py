@@ -25,6 +25,7 @@ from pathlib import Path
 from statistics import median
 
 import numpy as np
+from bench_packed_peers import _rate as peer_rate
 
 MiB = 1 << 20
 
@@ -48,17 +49,12 @@ def _write(path, lengths, tokens, codec):
 
 
 def _rate(make, seq_len, seconds):
-    """Tokens per second of a fresh loader, after 3 warm-up batches, over ``seconds``."""
+    """Tokens per second of a fresh loader (``make()``), as the peers' are measured."""
     loader = make()
-    for _ in range(3):
-        next(loader)
-    n, t = 0, time.perf_counter()
-    while time.perf_counter() - t < seconds:
-        next(loader)
-        n += 1
-    rate = n * 8 * seq_len / (time.perf_counter() - t)
-    loader.close()
-    return rate
+    try:
+        return peer_rate(loader, seq_len, seconds)
+    finally:
+        loader.close()
 
 
 def _peers(work, lengths, tokens, seconds):

@@ -46,6 +46,7 @@ def _pieces(lengths, seq_len):
 
 
 def _rate(batches, seq_len, seconds):
+    """Slots (BATCH x seq_len per batch) per second over ``seconds``, after 3 warm-up batches."""
     it = iter(batches)
     for _ in range(3):
         next(it)

@@ -15,9 +15,6 @@ use std::time::Instant;
 /// One thread's read counts since it started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Meter {
-    /// Nanoseconds spent fetching planned byte ranges (a remote request, a cache, or the slices
-    /// of a local file).
-    pub fetch_ns: u64,
     /// Nanoseconds spent decoding (and checking) fetched records into their destinations.
     pub decode_ns: u64,
     /// Stored bytes of the ranges fetched.
@@ -32,7 +29,7 @@ pub struct Meter {
 
 thread_local! {
     static METER: Cell<Meter> = const { Cell::new(Meter {
-        fetch_ns: 0, decode_ns: 0, read_bytes: 0, network_bytes: 0, cache_hits: 0, cache_misses: 0,
+        decode_ns: 0, read_bytes: 0, network_bytes: 0, cache_hits: 0, cache_misses: 0,
     }) };
 }
 

@@ -59,27 +59,27 @@ pub(crate) fn process_id() -> u32 {
     loaderx_native::process::current()
 }
 
-/// The calling thread's read meter (`loaderx_native::meter`): nanoseconds fetching and
-/// decoding, bytes read and bytes over the network, remote cache block hits and misses. Loader
-/// metrics subtract two readings around a step's reads.
+/// The calling thread's read meter (`loaderx_native::meter`): nanoseconds decoding, bytes read
+/// and bytes over the network, remote cache block hits and misses. Loader metrics subtract two
+/// readings around a step's reads.
 #[pyfunction]
-pub(crate) fn thread_meter() -> (u64, u64, u64, u64, u64, u64) {
+pub(crate) fn thread_meter() -> (u64, u64, u64, u64, u64) {
     let m = loaderx_native::meter();
-    (m.fetch_ns, m.decode_ns, m.read_bytes, m.network_bytes, m.cache_hits, m.cache_misses)
+    (m.decode_ns, m.read_bytes, m.network_bytes, m.cache_hits, m.cache_misses)
 }
 
 /// What the calling thread's reads cost since `before` (a [`thread_meter`] reading): seconds
 /// decoding, bytes read, bytes over the network, cache hits and misses, as floats (the marks a
 /// loader step carries, across processes too).
 #[pyfunction]
-pub(crate) fn meter_since(before: (u64, u64, u64, u64, u64, u64)) -> (f64, f64, f64, f64, f64) {
+pub(crate) fn meter_since(before: (u64, u64, u64, u64, u64)) -> (f64, f64, f64, f64, f64) {
     let m = loaderx_native::meter();
     let d = |now: u64, then: u64| now.wrapping_sub(then) as f64;
     (
-        d(m.decode_ns, before.1) * 1e-9,
-        d(m.read_bytes, before.2),
-        d(m.network_bytes, before.3),
-        d(m.cache_hits, before.4),
-        d(m.cache_misses, before.5),
+        d(m.decode_ns, before.0) * 1e-9,
+        d(m.read_bytes, before.1),
+        d(m.network_bytes, before.2),
+        d(m.cache_hits, before.3),
+        d(m.cache_misses, before.4),
     )
 }

@@ -182,11 +182,11 @@ def redact_url(text: str) -> str:
 def process_id() -> int:
     """This process's id, as native keeps it (a forked child's own): what ``loaderx._process``
     compares to tell whether a fork happened since an object was built."""
-def meter_since(before: tuple[int, int, int, int, int, int]) -> tuple[float, float, float, float, float]:
+def meter_since(before: tuple[int, int, int, int, int]) -> tuple[float, float, float, float, float]:
     """What the calling thread's reads cost since ``before`` (a :func:`thread_meter` reading):
     (seconds decoding, bytes read, bytes over the network, cache hits, misses)."""
-def thread_meter() -> tuple[int, int, int, int, int, int]:
-    """The calling thread's read meter: (fetch ns, decode ns, bytes read, bytes over the network,
+def thread_meter() -> tuple[int, int, int, int, int]:
+    """The calling thread's read meter: (decode ns, bytes read, bytes over the network,
     remote cache block hits, misses), each only growing."""
 def check_writable(path: str | os.PathLike[str]) -> None:
     """Raises ``BadArgumentError`` naming ``path`` when it is a URL (or ``s3:/b/x``, a URL a
