@@ -11,6 +11,8 @@ pub mod codec;
 pub mod dtype;
 pub mod error;
 pub mod format;
+#[cfg(feature = "image")]
+pub mod image;
 pub mod journal;
 pub mod lengths;
 pub mod manifest;

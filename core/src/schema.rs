@@ -139,6 +139,11 @@ impl Schema {
         }
     }
 
+    /// The string under `key`, if there is one and it is a string (`media`, user keys).
+    pub fn get_str(&self, key: &str) -> Option<&str> {
+        self.get(key).and_then(Value::as_str)
+    }
+
     fn str_field(&self, key: &'static str) -> Result<&str, SchemaError> {
         let value = self.get(key).ok_or(SchemaError::MissingKey(key))?;
         value.as_str().ok_or(SchemaError::WrongType { key, expected: "a string" })

@@ -169,6 +169,21 @@ impl Conversion {
         self.existing.as_ref()
     }
 
+    /// Sets a string key of the schema written at [`Conversion::finish`], for what a converter
+    /// learns from the records themselves (an image store's `media`). Refused where no schema is
+    /// written, and for the keys that say what a record is.
+    pub fn set_schema_key(&mut self, key: &str, value: &str) -> Result<()> {
+        if matches!(key, "kind" | "dtype" | "item_shape" | "codec" | "format" | "version") {
+            return Err(Error::BadArgument(format!("the schema key {key:?} is the conversion's own")));
+        }
+        let schema = self
+            .schema
+            .as_mut()
+            .ok_or_else(|| Error::BadArgument("this conversion writes no schema".into()))?;
+        schema.set(key, value.into());
+        Ok(())
+    }
+
     /// Appends the records packed in `src` (record `k` starts at `offsets[k]` and ends where
     /// the next one starts, the last at the end of `src`).
     pub fn append(&mut self, src: &[u8], offsets: &[u64]) -> Result<()> {

@@ -66,6 +66,9 @@ pub enum Error {
     /// store whose table is as the checksums' writer left it: damage.
     #[error("record {index}: checksum mismatch in {file} at byte {offset} (checksums.lx says xxh3 {expected:016x}, the bytes hash to {found:016x})")]
     Checksum { index: u64, file: PathBuf, offset: u64, expected: u64, found: u64 },
+    /// A record of an image store is not a picture the spec can make (`images`).
+    #[error("record {index}: {source}")]
+    Image { index: u64, source: loaderx_core::image::ImageError },
     /// Encoding or dictionary training failed.
     #[error(transparent)]
     Codec(#[from] CodecError),
@@ -153,6 +156,14 @@ impl Classify for Error {
             // Encoding and training fail only for reasons of the dictionary (or its absence).
             Error::Dictionary(_) | Error::Codec(_) => ErrorKind::Dictionary,
             Error::Deadline { .. } => ErrorKind::Io,
+            Error::Image { source, .. } => {
+                use loaderx_core::image::ImageError as I;
+                match source {
+                    I::TooLarge { .. } => ErrorKind::TooLarge,
+                    I::WrongSize { .. } | I::Spec(_) => ErrorKind::Argument,
+                    I::Empty | I::NotAnImage(_) | I::Corrupt { .. } => ErrorKind::Corrupt,
+                }
+            }
             #[cfg(feature = "remote")]
             Error::Remote { source, .. } => match source {
                 object_store::Error::NotFound { .. } => ErrorKind::NotFound,
@@ -175,7 +186,8 @@ impl Classify for Error {
         match self {
             Error::IndexOutOfRange { index, .. }
             | Error::Decode { index, .. }
-            | Error::Checksum { index, .. } => Some(*index),
+            | Error::Checksum { index, .. }
+            | Error::Image { index, .. } => Some(*index),
             Error::Corrupt { index, .. } => *index,
             Error::DoesNotFit(misfit) => Some(misfit.index),
             // The record's position among those being written (an append's, a conversion's).

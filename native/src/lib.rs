@@ -55,6 +55,7 @@ mod fanout;
 mod files;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod images;
 mod io;
 mod journal;
 mod location;

@@ -69,6 +69,11 @@ impl Conversion {
         self.with(py, |c| c.append(src, offsets))
     }
 
+    /// Sets a string key of the schema written at `finish` (an image store's `media`).
+    fn set_schema_key(&self, py: Python<'_>, key: &str, value: &str) -> PyResult<()> {
+        self.with(py, |c| c.set_schema_key(key, value))
+    }
+
     /// Syncs, writes the schema, swaps an overwrite in; returns the records written.
     fn finish(&self, py: Python<'_>) -> PyResult<u64> {
         let conversion = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();

@@ -69,6 +69,12 @@ pub(crate) fn to_py(e: loaderx_native::Error) -> PyErr {
     // A checksum mismatch is a corrupt-data error of its own class.
     let class = match e {
         loaderx_native::Error::Checksum { .. } => "ChecksumError",
+        // A record that is not a picture the spec can make, for any reason but a bad spec.
+        loaderx_native::Error::Image { ref source, .. }
+            if !matches!(source, loaderx_core::image::ImageError::Spec(_)) =>
+        {
+            "ImageDecodeError"
+        }
         _ => class_of(e.kind()),
     };
     build(class, e.kind(), redact(&e.to_string()), file, e.offset(), e.index())

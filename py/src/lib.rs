@@ -3,6 +3,7 @@
 //! * `handle`: `Handle`, one open store or manifest (every read declared once), and `commit`;
 //! * `conversion`: `Conversion`, the converter session (the converters only produce blocks);
 //! * `sampler`, `mix`, `pack`: core's sampler, mixer and packer; `schema`: the schema file;
+//! * `images`: pictures rendered from stores of encoded images, and image headers;
 //! * `functions`: the command-line tool and the URL rules;
 //! * `error` (typed exceptions), `pool` (recycled batch buffers).
 //!
@@ -14,6 +15,7 @@ mod conversion;
 mod error;
 mod functions;
 mod handle;
+mod images;
 mod metrics;
 mod mix;
 mod pack;
@@ -34,6 +36,12 @@ fn _loaderx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<mix::Mixer>()?;
     m.add_class::<pack::Packer>()?;
     m.add_class::<metrics::Recorder>()?;
+    m.add_class::<images::Images>()?;
+    m.add_function(wrap_pyfunction!(images::image_header, m)?)?;
+    m.add_function(wrap_pyfunction!(images::image_headers, m)?)?;
+    m.add_function(wrap_pyfunction!(images::undecodable_images, m)?)?;
+    m.add_function(wrap_pyfunction!(images::media_value, m)?)?;
+    m.add("MAX_PIXELS", loaderx_core::image::DEFAULT_MAX_PIXELS)?;
     m.add_function(wrap_pyfunction!(handle::commit, m)?)?;
     m.add_function(wrap_pyfunction!(functions::cli, m)?)?;
     m.add_function(wrap_pyfunction!(functions::is_url, m)?)?;

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import sys
 from itertools import chain
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Tuple, cast
 
 import numpy as np
@@ -38,9 +39,12 @@ from .zrecord import CODECS, _codec_name, _writable
 if TYPE_CHECKING:
     from ._typing import StrPath, WriteMode
 
-__all__ = ["from_numpy", "from_iterator", "from_arrow"]
+__all__ = ["from_numpy", "from_iterator", "from_arrow", "from_images", "image_files"]
 
 WRITE_CHUNK_BYTES = 64 << 20
+
+#: File extensions :func:`image_files` takes (matched case-insensitively).
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp")
 
 
 class _Progress:
@@ -330,3 +334,108 @@ def from_arrow(
 
     checked = _loaderx.Schema.for_converter(cast("dict[str, object]", schema), store_kind, codec)
     return _convert(path, checked, codec, mode, dict_size, _Progress(progress, rows, f"converting {path.name}"), blocks)
+
+
+def image_files(directory: StrPath) -> list[Path]:
+    """The image files under ``directory`` (``.jpg``, ``.jpeg``, ``.png``, ``.webp``, in any
+    case), recursively, sorted by their path relative to it: the order :func:`from_images` and
+    ``loaderx convert --images`` write them in, so labels can be derived from the same list
+    (``path.parent.name`` for an ImageNet-style tree)."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise NotADirectoryError(f"{root} is not a directory")
+    found = [p for p in root.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()]
+    return sorted(found, key=lambda p: p.relative_to(root).as_posix())
+
+
+def _image_bytes(item: Any, k: int) -> bytes:
+    """Item ``k`` of ``from_images``: its bytes (read from a file path)."""
+    if isinstance(item, (bytes, bytearray, memoryview)):
+        return bytes(item)
+    if isinstance(item, (str, os.PathLike)):
+        with open(item, "rb") as f:
+            return f.read()
+    raise TypeError(f"item {k}: from_images takes file paths or bytes, got {type(item).__name__}")
+
+
+def _image_blocks(
+    records: Iterable[tuple[bytes, Any]], chunk_bytes: int
+) -> Callable[[_loaderx.Conversion], Iterator[tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint64]]]]:
+    """Blocks of encoded images ``(bytes, what to name it by)``, each checked to be an image by
+    its header; the formats seen (and the store's, on append) set the schema's ``media``."""
+
+    def blocks(conversion: _loaderx.Conversion) -> Iterator[tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint64]]]:
+        existing = conversion.existing
+        seen: set[str] = set()
+        if existing is not None:
+            old = existing.to_dict().get("media")
+            seen.update(["jpeg", "png", "webp"] if old == "mixed" else [old] if isinstance(old, str) else [])
+        buf: list[npt.NDArray[np.uint8]] = []
+        sizes: list[int] = []
+        acc = 0
+        for k, (data, name) in enumerate(records):
+            try:
+                media = _loaderx.image_header(data)[0]
+            except ValueError as e:
+                raise BadArgumentError.new(f"item {k} ({name}) is not an image this engine reads: {e}", index=k) from None
+            seen.add(media)
+            b = np.frombuffer(data, dtype=np.uint8)
+            buf.append(b)
+            sizes.append(b.size)
+            acc += b.size
+            if acc >= chunk_bytes:
+                yield _packed(buf, sizes)
+                buf, sizes, acc = [], [], 0
+        if buf:
+            yield _packed(buf, sizes)
+        if seen:
+            conversion.set_schema_key("media", _loaderx.media_value(sorted(seen)))
+
+    return blocks
+
+
+#: The schema of a store of encoded images: ragged uint8 records (byte strings), which loaderx
+#: 0.9.11 reads as such; ``media`` (set by the conversion) names the format.
+_IMAGE_SCHEMA = {"kind": "ragged", "dtype": "|u1", "item_shape": []}
+
+
+def from_images(
+    path: StrPath,
+    items: StrPath | Iterable[StrPath | bytes],
+    codec: str = "raw",
+    chunk_bytes: int = WRITE_CHUNK_BYTES,
+    progress: bool | None = None,
+    mode: WriteMode = "append",
+) -> int:
+    """Persist encoded images (JPEG, PNG, WebP) as a store that :class:`~loaderx.dataset.
+    ImageDataset` reads as pictures.
+
+    ``items`` are file paths or ``bytes`` of encoded images, or one directory (its
+    :func:`image_files`). Records keep the files' bytes as they are: a ragged ``uint8`` store
+    (loaderx 0.9.11 reads it as byte strings) whose schema's ``media`` says ``"jpeg"``,
+    ``"png"``, ``"webp"`` or ``"mixed"``. Every item's header is read first: one that is not an
+    image is a :class:`~loaderx.errors.BadArgumentError` naming it, and nothing of the call is
+    kept. ``loaderx verify --images`` decodes every pixel.
+
+    ``codec`` is ``"raw"`` by default (encoded images do not compress further); a record is at
+    most 1 MiB (the format's limit). ``path``, ``mode`` and ``progress`` are as for
+    :func:`from_numpy`.
+
+    Returns:
+        int: Number of records written.
+    """
+    codec = _check_codec(codec)
+    path = _writable(path, "convert to")
+    if isinstance(items, (str, os.PathLike)):
+        items = image_files(items)
+    elif isinstance(items, (bytes, bytearray)):
+        raise TypeError("from_images takes an iterable of images; wrap one image's bytes in a list")
+    total = getattr(items, "__len__", lambda: None)()
+
+    def named() -> Iterator[tuple[bytes, Any]]:
+        for k, item in enumerate(items):
+            yield _image_bytes(item, k), (os.fspath(item) if isinstance(item, (str, os.PathLike)) else f"{len(item)} bytes")
+
+    schema = _loaderx.Schema.for_converter(dict(_IMAGE_SCHEMA), "ragged", codec)
+    bar = _Progress(progress, total, f"converting {path.name}")
+    return _convert(path, schema, codec, mode, None, bar, _image_blocks(named(), chunk_bytes))

@@ -206,7 +206,14 @@ class _BatchSource:
         """The batch, and the clock when its indices were ready (the end of sampling)."""
         idxs = self.shard.take(self.sampler.batch_at(step))
         sampled = clock()
-        return {name: ds.__getitems__(idxs) for name, ds in self.streams.items()}, sampled
+        return {name: _read(ds, idxs, step, self.sampler.seed) for name, ds in self.streams.items()}, sampled
+
+
+def _read(ds: Stream, idxs: Any, step: int, seed: int) -> Any:
+    """One stream's records of a step. A stream whose records depend on the step (an
+    :class:`~loaderx.dataset.ImageDataset`'s random crops) has ``at_step``."""
+    at_step = getattr(ds, "at_step", None)
+    return ds.__getitems__(idxs) if at_step is None else at_step(idxs, step, seed)
 
 
 class DataLoader(Closing, Generic[_T]):

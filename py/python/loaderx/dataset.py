@@ -8,6 +8,8 @@ records the per-row dtype, ``item_shape`` and ``kind``:
   This is what :class:`loaderx.dataloader.DataLoader` reads.
 * :class:`RaggedDataset`: a record is ``(rows, *item_shape)``; a read returns a list of arrays.
   :func:`pad` turns such a list into a dense batch.
+* :class:`ImageDataset`: a store of encoded images (``from_images``) read as dense
+  ``(B, H, W, 3)`` pictures, decoded, cropped, resized and mirrored by the engine.
 
 Indexing takes an int (negative counts from the end), a slice, a list or integer array, or a
 boolean mask, and out-of-range indices raise :class:`IndexError`. Datasets pickle by path and
@@ -27,7 +29,7 @@ import numpy.typing as npt
 from . import _loaderx
 from ._closing import Closing
 from .arrow import Exports
-from .errors import StoreClosedError, StoreNotFoundError
+from .errors import BadArgumentError, StoreClosedError, StoreNotFoundError
 from .manifest import _Joined, _manifest_file, _Records
 from .zrecord import CODECS, SCHEMA, Zrecord, _engine_ready, _indices, _location, _shown
 
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
 
     from ._typing import Cache, Index, IndexArray, StrPath
 
-__all__ = ["DenseDataset", "RaggedDataset", "pad"]
+__all__ = ["DenseDataset", "RaggedDataset", "ImageDataset", "pad"]
 
 
 def pad(
@@ -293,3 +295,166 @@ class RaggedDataset(_Base):
             return records
         step = len(records) // shape[0] if shape[0] else 0
         return [self._shaped(records[k * step : (k + 1) * step], shape[1:]) for k in range(shape[0])]
+
+
+#: The crops :class:`ImageDataset` makes.
+CROPS = ("center", "random_resized", "none")
+
+
+class ImageDataset(_Base):
+    """A store of encoded images (JPEG, PNG, WebP; :func:`loaderx.converter.from_images`) read
+    as a dense stream of pictures: ``ds[idxs]`` is a ``(len(idxs), H, W, 3)`` array.
+
+    Each record is decoded, cropped, resized (bilinear with antialiasing, as Pillow and
+    torchvision's v2 ``Resize`` do) and mirrored on the engine's threads with the GIL released.
+    Grey and CMYK images become RGB, alpha is dropped and the EXIF orientation is applied.
+
+    Args:
+        path: The store, as for :class:`DenseDataset` (also a manifest or a URL).
+        size: ``(H, W)`` of every picture (an int for a square).
+        crop: ``"center"``: the largest centred part with the output's aspect ratio, resized;
+            ``"random_resized"``: torchvision's ``RandomResizedCrop(size, scale, ratio)``;
+            ``"none"``: the whole image, which must already be ``H x W`` (else an
+            :class:`~loaderx.errors.ImageDecodeError`).
+        flip: The probability of a horizontal mirror; ``True`` is 0.5 (torchvision's
+            ``RandomHorizontalFlip``), ``False`` never.
+        dtype: ``np.uint8`` (the default) or ``np.float32`` (values scaled to ``[0, 1]``, as
+            torchvision's ``ToDtype(torch.float32, scale=True)``).
+        scale, ratio: ``RandomResizedCrop``'s area share and aspect-ratio range.
+        seed: Keys the random crops and mirrors. ``None`` (the default) takes the DataLoader's
+            seed; read directly (``ds[idxs]``), it is 0.
+        max_pixels: The largest image (width x height) decoded; a larger one is an
+            :class:`~loaderx.errors.ImageDecodeError` before any pixel is decoded (Pillow's
+            decompression-bomb limit by default).
+        storage_options, cache, verify: As for :class:`DenseDataset`.
+
+    The crop and mirror of record ``i`` at loader step ``k`` depend only on ``(seed, k, i)``, so
+    batches are the same for any worker count and a resumed run repeats them exactly. A record
+    that does not decode raises :class:`~loaderx.errors.ImageDecodeError` naming it.
+    """
+
+    _kind = "ragged"
+
+    def __init__(
+        self,
+        path: StrPath,
+        size: int | tuple[int, int],
+        crop: str = "center",
+        flip: bool | float = False,
+        dtype: Any = np.uint8,
+        scale: tuple[float, float] = (0.08, 1.0),
+        ratio: tuple[float, float] = (3 / 4, 4 / 3),
+        seed: int | None = None,
+        max_pixels: int = _loaderx.MAX_PIXELS,
+        storage_options: dict[str, str] | None = None,
+        cache: Cache | None = None,
+        verify: str = "fetched",
+    ) -> None:
+        self._options = _image_options(size, crop, flip, dtype, scale, ratio, seed, max_pixels)
+        super().__init__(path, storage_options, cache, verify)
+
+    def _setup(self, store: Zrecord | _Records | _Joined, schema: _loaderx.Schema) -> None:
+        super()._setup(store, schema)
+        if self.dtype != np.uint8 or self.item_shape != ():
+            shown = _shown(os.fspath(self.path))
+            self.close()
+            raise BadArgumentError.new(
+                f"{shown} holds {self.dtype} records of rows {self.item_shape}; an ImageDataset reads a "
+                "store of encoded images (uint8 byte strings, as from_images writes)"
+            )
+        o = self._options
+        self._images = _loaderx.Images(*o["size"], o["crop"], o["scale"], o["ratio"], o["flip"], o["max_pixels"])
+        self.media = self.schema.get("media")
+        self.dtype = np.dtype(o["dtype"])
+        self.item_shape = (*o["size"], 3)
+
+    @classmethod
+    def _join(cls, parts: Sequence[_Base]) -> Self:
+        joined = cls.__new__(cls)
+        joined._options = cast("ImageDataset", parts[0])._options
+        joined._setup(_Joined(parts), parts[0]._schema)
+        return joined
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if isinstance(self._store, _Joined):
+            return (type(self)._join, (self._store.parts,))
+        store = cast("Zrecord | _Records", self._store)
+        where = (os.fspath(self.path), store.storage_options, store.cache, store.verify_mode)
+        return (_reopen_images, (where, self._options))
+
+    @property
+    def seed(self) -> int | None:
+        """The seed of the crops and mirrors (``None``: the DataLoader's)."""
+        return cast("int | None", self._options["seed"])
+
+    def __getitems__(self, idxs: Index) -> npt.NDArray[Any]:
+        return self.at_step(idxs, 0)
+
+    def at_step(self, idxs: Index, step: int, seed: int | None = None) -> npt.NDArray[Any]:
+        """The pictures of records ``idxs`` as loader step ``step`` makes them: the crops and
+        mirrors keyed by ``(seed, step, record)``. ``seed`` is the dataset's own when it has
+        one, else this argument (the DataLoader passes its own), else 0."""
+        idxs = self._idxs(idxs)
+        own = self._options["seed"]
+        key = own if own is not None else (seed if seed is not None else 0)
+        batch = self._images.read(self.engine, idxs, int(key) & (2**64 - 1), int(step))
+        if self.dtype == np.uint8:
+            return batch
+        out = batch.astype(np.float32)
+        out *= np.float32(1 / 255)
+        return out
+
+    def _shaped(self, batch: npt.NDArray[Any], shape: tuple[int, ...]) -> npt.NDArray[Any]:
+        return batch.reshape((*shape, *self.item_shape))
+
+    def __repr__(self) -> str:
+        state = "closed" if self._store is None else f"{len(self)} x"
+        o = self._options
+        return (
+            f"ImageDataset({_shown(os.fspath(self.path))!r}, {state} {self.item_shape} {self.dtype}, "
+            f"crop={o['crop']!r}, flip={o['flip']})"
+        )
+
+
+def _image_options(
+    size: int | tuple[int, int],
+    crop: str,
+    flip: bool | float,
+    dtype: Any,
+    scale: tuple[float, float],
+    ratio: tuple[float, float],
+    seed: int | None,
+    max_pixels: int,
+) -> dict[str, Any]:
+    """ImageDataset's arguments, checked (the engine checks the numbers again)."""
+    hw = (size, size) if isinstance(size, (int, np.integer)) else tuple(size)
+    if len(hw) != 2 or not all(isinstance(v, (int, np.integer)) and v > 0 for v in hw):
+        raise ValueError(f"size must be a positive int or (height, width), got {size!r}")
+    if crop not in CROPS:
+        raise ValueError(f"crop must be one of {CROPS}, got {crop!r}")
+    p = 0.5 if flip is True else 0.0 if flip is False else float(flip)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"flip must be True, False or a probability in [0, 1], got {flip!r}")
+    dt = np.dtype(dtype)
+    if dt not in (np.dtype(np.uint8), np.dtype(np.float32)):
+        raise ValueError(f"dtype must be uint8 or float32, got {dt}")
+    if seed is not None:
+        seed = operator.index(seed)
+    return {
+        "size": (int(hw[0]), int(hw[1])),
+        "crop": crop,
+        "flip": p,
+        "dtype": dt.str,
+        "scale": (float(scale[0]), float(scale[1])),
+        "ratio": (float(ratio[0]), float(ratio[1])),
+        "seed": seed,
+        "max_pixels": int(max_pixels),
+    }
+
+
+def _reopen_images(where: tuple[Any, ...], options: dict[str, Any]) -> ImageDataset:
+    """Unpickles an :class:`ImageDataset`: the store reopened by path, the options as they were."""
+    ds = ImageDataset.__new__(ImageDataset)
+    ds._options = options
+    ds._setup(*_open(where[0], "ragged", where[1], where[2], where[3]))
+    return ds

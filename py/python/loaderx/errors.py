@@ -111,6 +111,12 @@ class ChecksumError(CorruptStoreError):
     ``index`` say where."""
 
 
+class ImageDecodeError(CorruptStoreError):
+    """A record of an image store is not a picture: empty, not JPEG/PNG/WebP, damaged or
+    truncated, over the pixel limit (``max_pixels``, a decompression-bomb guard), or not of the
+    size ``crop="none"`` needs. ``index`` names the record; the message says why."""
+
+
 class NotAStoreError(ZrecordError):
     """The directory is not a loaderx store, or a newer version wrote it."""
 
@@ -148,6 +154,8 @@ __all__ = [
     "StoreFullError",
     "BadArgumentError",
     "CorruptStoreError",
+    "ChecksumError",
+    "ImageDecodeError",
     "NotAStoreError",
     "DictionaryError",
     "StoreLockedError",

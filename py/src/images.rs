@@ -1,0 +1,127 @@
+//! `Images`: batches of pictures rendered from a store of encoded images
+//! (`loaderx_native::images`, core's `image` module), and the header reads the converter and the
+//! tool use. The binding converts and maps errors; the rules are core's.
+
+use loaderx_core::image::{self, Crop, Header, ImageError, Limits, Render};
+use numpy::{PyArray1, PyArrayMethods};
+use pyo3::prelude::*;
+
+use crate::error::argument;
+use crate::handle::{Handle, U64s};
+
+/// A render spec: output size, crop, flip probability and pixel limit.
+#[pyclass(frozen, module = "loaderx._loaderx")]
+pub(crate) struct Images {
+    spec: Render,
+}
+
+fn spec_error(e: ImageError) -> PyErr {
+    argument(e.to_string())
+}
+
+#[pymethods]
+impl Images {
+    #[new]
+    #[pyo3(signature = (height, width, crop, scale, ratio, flip, max_pixels))]
+    fn new(
+        height: u32,
+        width: u32,
+        crop: &str,
+        scale: (f64, f64),
+        ratio: (f64, f64),
+        flip: f64,
+        max_pixels: u64,
+    ) -> PyResult<Self> {
+        let crop = match crop {
+            "center" => Crop::Center,
+            "random_resized" => Crop::RandomResized { scale: [scale.0, scale.1], ratio: [ratio.0, ratio.1] },
+            "none" => Crop::None,
+            other => {
+                return Err(argument(format!(
+                    "crop must be 'center', 'random_resized' or 'none', got {other:?}"
+                )))
+            }
+        };
+        let spec = Render { height, width, crop, flip, limits: Limits { max_pixels } };
+        spec.validate().map_err(spec_error)?;
+        Ok(Images { spec })
+    }
+
+    /// Records `idxs` of `handle`, rendered for `(seed, step)`: a new `(B, H, W, 3)` uint8 array.
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        handle: &Handle,
+        idxs: U64s<'py>,
+        seed: u64,
+        step: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let idxs = idxs.as_slice()?.to_vec();
+        let row = self.spec.output_bytes();
+        let total = row
+            .checked_mul(idxs.len())
+            .ok_or_else(|| argument(format!("{} pictures do not fit in memory", idxs.len())))?;
+        let mut out = vec![0u8; total];
+        let spec = self.spec;
+        handle.read(py, |r| loaderx_native::images::read_images(r, &idxs, &spec, seed, step, &mut out))?;
+        let shape = [idxs.len(), self.spec.height as usize, self.spec.width as usize, 3];
+        Ok(PyArray1::from_vec(py, out).reshape(shape)?.into_any())
+    }
+
+    /// `(height, width)` of every output.
+    #[getter]
+    fn size(&self) -> (u32, u32) {
+        (self.spec.height, self.spec.width)
+    }
+}
+
+fn header_tuple(h: Header) -> (&'static str, u32, u32, u8) {
+    (h.media.as_str(), h.width, h.height, h.orientation)
+}
+
+/// The header of one encoded image: `(media, width, height, orientation)`, or a ValueError
+/// saying why the bytes are not an image.
+#[pyfunction]
+pub(crate) fn image_header(bytes: &[u8]) -> PyResult<(&'static str, u32, u32, u8)> {
+    image::header(bytes).map(header_tuple).map_err(|e| argument(e.to_string()))
+}
+
+/// Headers of records `idxs`: per record `(media, width, height, orientation)` or the reason it
+/// is not an image (a string).
+#[pyfunction]
+pub(crate) fn image_headers<'py>(
+    py: Python<'py>,
+    handle: &Handle,
+    idxs: U64s<'py>,
+) -> PyResult<Vec<Py<PyAny>>> {
+    let idxs = idxs.as_slice()?.to_vec();
+    let got = handle.read(py, |r| loaderx_native::images::image_headers(r, &idxs))?;
+    got.into_iter()
+        .map(|h| match h {
+            Ok(h) => Ok(header_tuple(h).into_pyobject(py)?.into_any().unbind()),
+            Err(e) => Ok(e.to_string().into_pyobject(py)?.into_any().unbind()),
+        })
+        .collect()
+}
+
+/// Records of `idxs` that do not decode under a `max_pixels` limit: `[(index, why)]`.
+#[pyfunction]
+pub(crate) fn undecodable_images(
+    py: Python<'_>,
+    handle: &Handle,
+    idxs: U64s<'_>,
+    max_pixels: u64,
+) -> PyResult<Vec<(u64, String)>> {
+    let idxs = idxs.as_slice()?.to_vec();
+    let limits = Limits { max_pixels };
+    let bad = handle.read(py, |r| loaderx_native::images::undecodable(r, &idxs, &limits))?;
+    Ok(bad.into_iter().map(|(i, e)| (i, e.to_string())).collect())
+}
+
+/// The schema's `media` value for records of these formats (`"jpeg"`, … or `"mixed"`).
+#[pyfunction]
+pub(crate) fn media_value(formats: Vec<String>) -> PyResult<&'static str> {
+    let parsed =
+        formats.iter().map(|f| f.parse()).collect::<Result<Vec<image::Media>, _>>().map_err(spec_error)?;
+    Ok(image::Media::schema_value(&parsed))
+}
