@@ -89,7 +89,7 @@ def _assert_jpeg_close(got, want, what):
 
 
 @pytest.mark.parametrize("size", [(64, 64), (48, 80), (100, 70)])
-def test_center_crops_equal_pillow_exactly_for_png_and_closely_for_lossy(tmp_path, odd, size):
+def test_center_crops_are_close_to_pillow_for_every_format(tmp_path, odd, size):
     names = sorted(odd)
     path = _store_of(tmp_path, "odd", [odd[n] for n in names])
     ds = ImageDataset(path, size, crop="center")
@@ -99,7 +99,12 @@ def test_center_crops_equal_pillow_exactly_for_png_and_closely_for_lossy(tmp_pat
         box = _centre_box(pic.height, pic.width, *size)
         want = np.asarray(pic.resize((size[1], size[0]), Image.BILINEAR, box=box))
         if _lossless(name):
-            assert np.array_equal(got[k], want), f"{name}: max difference {np.abs(got[k].astype(int) - want).max()}"
+            # Decoding is exact (test_whole_pictures_decode_as_pillow_does). The resize is
+            # fast_image_resize's, whose fixed-point rounding (16-bit filter coefficients, as
+            # Pillow-SIMD's) differs from Pillow's: by 1 on about a quarter of the values of
+            # random pictures, by 2 at most.
+            diff = np.abs(got[k].astype(int) - want.astype(int))
+            assert diff.max() <= 2 and diff.mean() < 0.5, f"{name}: max {diff.max()}, mean {diff.mean():.3f}"
         else:
             # 120x80 pictures barely shrunk keep the decoders' rounding (the 224x224 test below
             # holds the photographs to the tighter bound).
