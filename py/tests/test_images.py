@@ -3,7 +3,10 @@ across worker counts and resume, and the reference reading the store as byte str
 
 import importlib.util
 import io
+import json
 import struct
+import subprocess
+import sys
 import zlib
 
 import numpy as np
@@ -330,3 +333,68 @@ def test_the_reference_reads_an_image_store_as_byte_strings(ref_python, jpeg_sto
 
     assert int(out[0]) == len(items)
     assert out[1] == hashlib.sha256(b"".join(items)).hexdigest()
+
+
+def _tool(*args):
+    p = subprocess.run([sys.executable, "-m", "loaderx", *map(str, args)], capture_output=True, timeout=600)
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def test_the_tool_converts_a_directory_as_from_images_does(tmp_path, odd):
+    root = tmp_path / "tree"
+    for rel, name in [("b/2.png", "rgb.png"), ("a/1.JPG", "rgb.jpg"), ("a/x/0.webp", "lossy.webp"), ("a/0.jpeg", "cmyk.jpg")]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(odd[name])
+    (root / "README").write_text("not an image")
+    code, _, err = _tool("convert", "--images", root, tmp_path / "cli")
+    assert code == 0, err
+    from_images(tmp_path / "py", root)
+    cli, py = RaggedDataset(tmp_path / "cli"), RaggedDataset(tmp_path / "py")
+    assert len(cli) == len(py) == 4
+    assert all(np.array_equal(cli[i], py[i]) for i in range(4))
+    assert cli.schema["media"] == py.schema["media"] == "mixed"
+    assert cli.schema["codec"] == "raw"
+    # A file with an image's name that is not one fails, naming it; nothing is kept.
+    (root / "c.png").write_bytes(b"plain text")
+    code, _, err = _tool("convert", "--images", root, tmp_path / "bad")
+    assert code == 2 and "c.png" in err, err
+    assert not (tmp_path / "bad" / "meta.zr").exists()
+    code, _, err = _tool("convert", "--images", tmp_path / "nothing-here", tmp_path / "none")
+    assert code == 2 and "not a directory" in err
+
+
+def test_verify_images_lists_every_undecodable_record(tmp_path, odd):
+    good = odd["rgb.jpg"]
+    path = tmp_path / "s"
+    from_iterator(path, [good, good[:300], odd["rgb.png"], b"text, not an image", _png_header_only(50_000, 50_000)])
+    code, out, err = _tool("verify", "--images", path)
+    assert code == 1, err
+    listed = [line for line in out.splitlines() if line.startswith("undecodable image")]
+    assert [int(line.split()[2].rstrip(":")) for line in listed] == [1, 3, 4], out
+    assert "more than the limit" in listed[2]
+    code, out, _ = _tool("verify", "--images", "--json", "--max-pixels", 5000, path)
+    report = json.loads(out)
+    assert code == 1 and report["images"]["undecodable_count"] == 5  # both 120x80 pictures are over 5000 pixels
+    clean = tmp_path / "clean"
+    from_images(clean, [good, odd["rgb.png"]])
+    code, out, _ = _tool("verify", "--images", clean)
+    assert code == 0 and "2 records decoded as images, 0 undecodable" in out
+
+
+def test_from_arrow_stores_a_binary_or_hf_image_column(tmp_path, odd):
+    pa = pytest.importorskip("pyarrow")
+    items = [odd["rgb.jpg"], odd["rgb.png"], odd["lossy.webp"]]
+    table = pa.table({"label": [0, 1, 2], "image": pa.array(items, pa.binary())})
+    from loaderx.converter import from_arrow
+
+    assert from_arrow(tmp_path / "a", table, column="image", images=True) == 3
+    ds = RaggedDataset(tmp_path / "a")
+    assert [bytes(ds[i]) for i in range(3)] == items and ds.schema["media"] == "mixed"
+    hf_like = pa.table({"image": pa.StructArray.from_arrays([pa.array(items), pa.array(["a", "b", "c"])], ["bytes", "path"])})
+    assert from_arrow(tmp_path / "b", hf_like, images=True) == 3
+    assert ImageDataset(tmp_path / "b", 16)[np.arange(3)].shape == (3, 16, 16, 3)
+    with pytest.raises(TypeError, match="binary"):
+        from_arrow(tmp_path / "c", table, column="label", images=True)
+    bad = pa.table({"image": pa.array([odd["rgb.png"], b"nope"], pa.binary())})
+    with pytest.raises(BadArgumentError, match="row 1"):
+        from_arrow(tmp_path / "d", bad, images=True)

@@ -11,6 +11,7 @@
 //! written to (stores at URLs are read-only). Every URL printed is redacted
 //! ([`loaderx_core::url::redact`]: no userinfo, no query values).
 
+mod images;
 mod npy;
 mod show;
 mod source;
@@ -80,6 +81,12 @@ enum Command {
         /// Decode every record too, whether or not a checksum vouched for it.
         #[arg(long)]
         deep: bool,
+        /// Also decode every record as an image (JPEG, PNG, WebP) and list the undecodable ones.
+        #[arg(long)]
+        images: bool,
+        /// With --images: the largest image (width x height) that decodes (Pillow's bomb limit).
+        #[arg(long, default_value_t = loaderx_core::image::DEFAULT_MAX_PIXELS)]
+        max_pixels: u64,
         /// Bad records listed; the rest are counted.
         #[arg(long, default_value_t = 20)]
         show: usize,
@@ -135,15 +142,20 @@ enum Command {
         /// The .npy file to write.
         out: PathBuf,
     },
-    /// Make a new dense store from a .npy file, one record per row (as Python's from_numpy).
+    /// Make a new dense store from a .npy file, one record per row (as Python's from_numpy),
+    /// or with --images a store of the image files under a directory (as from_images).
     Convert {
-        /// The .npy file to read.
+        /// The .npy file to read (with --images: the directory of .jpg, .jpeg, .png, .webp files).
         input: PathBuf,
         /// The store directory to create.
         store: PathBuf,
-        /// Per-record codec (`zstd_dict` may be spelled `zstd-dict`).
-        #[arg(long, value_enum, default_value_t = CodecArg::Zstd)]
-        codec: CodecArg,
+        /// Per-record codec (`zstd_dict` may be spelled `zstd-dict`); zstd by default, raw for
+        /// images (encoded images do not compress further).
+        #[arg(long, value_enum)]
+        codec: Option<CodecArg>,
+        /// Store the encoded image files under INPUT, in the order of their relative paths.
+        #[arg(long)]
+        images: bool,
     },
 }
 
@@ -220,7 +232,9 @@ where
     let result = match cli.command {
         Command::Info { store, json } => info(&store, json),
         Command::Stats { store, json } => stats(&store, json),
-        Command::Verify { store, deep, show, json } => verify(&store, deep, show, json),
+        Command::Verify { store, deep, images, max_pixels, show, json } => {
+            verify(&store, deep, images.then_some(max_pixels), show, json)
+        }
         Command::Checksum { action: ChecksumAction::Add { store, adopt, json } } => {
             checksum_add(&store, adopt, json)
         }
@@ -228,7 +242,7 @@ where
         Command::Head { store, count, values, json } => head(&store, count, values, json),
         Command::Cat { store, indices, values, raw, json } => cat(&store, &indices, values, raw, json),
         Command::Export { store, out } => export(&store, &out),
-        Command::Convert { input, store, codec } => convert(&input, &store, codec),
+        Command::Convert { input, store, codec, images } => convert(&input, &store, codec, images),
     };
     let code = result.unwrap_or_else(|e| {
         eprintln!("loaderx: {}", redact(&e.to_string()));
@@ -435,19 +449,35 @@ fn stored_as(codec: &str, [raw, zstd, dict]: [u64; 3]) -> String {
     }
 }
 
-fn verify(path: &Path, deep: bool, show: usize, as_json: bool) -> Result<u8, Fail> {
+fn verify(path: &Path, deep: bool, images: Option<u64>, show: usize, as_json: bool) -> Result<u8, Fail> {
     let store = open(path)?;
     let bar = progress(store.len(), as_json, "verifying");
     let report = store.verify(deep, |done, _| bar.set_position(done));
     bar.finish_and_clear();
+    let undecodable = match images {
+        Some(max_pixels) => {
+            let limits = loaderx_core::image::Limits { max_pixels };
+            // Records the store itself cannot read are listed above; they are not images either.
+            let unread: std::collections::HashSet<u64> = report.bad.iter().map(|(i, _)| *i).collect();
+            let readable = store.records();
+            Some(images::undecodable_except(readable, &limits, &unread, as_json)?)
+        }
+        None => None,
+    };
     let bad_count = report.bad.len() as u64 + report.unlisted;
     let listed = &report.bad[..report.bad.len().min(show)];
     let more = bad_count - listed.len() as u64;
     let c = report.coverage;
     if as_json {
         let bad: Vec<_> = listed.iter().map(|(i, why)| json!({"index": i, "error": redact(why)})).collect();
+        let image_report = undecodable.as_ref().map(|u| {
+            let listed: Vec<_> =
+                u.iter().take(show).map(|(i, why)| json!({"index": i, "error": why})).collect();
+            json!({"undecodable_count": u.len(), "undecodable": listed})
+        });
         print_json(&json!({
             "checked": report.checked, "deep": deep, "bad_count": bad_count, "bad": bad,
+            "images": image_report,
             "checksums": {
                 "verified": c.verified, "mismatched": c.mismatched,
                 "uncovered": c.uncovered, "unverified": c.unverified,
@@ -463,8 +493,19 @@ fn verify(path: &Path, deep: bool, show: usize, as_json: bool) -> Result<u8, Fai
         }
         let _ = writeln!(out, "checksums: {}", coverage_text(&c));
         let _ = writeln!(out, "{} records checked, {bad_count} bad", report.checked);
+        if let Some(u) = &undecodable {
+            for (index, why) in u.iter().take(show) {
+                let _ = writeln!(out, "undecodable image {index}: {why}");
+            }
+            if u.len() > show {
+                let _ =
+                    writeln!(out, "… and {} more undecodable images (--show N lists more)", u.len() - show);
+            }
+            let _ = writeln!(out, "{} records decoded as images, {} undecodable", report.checked, u.len());
+        }
     }
-    Ok(if bad_count == 0 { 0 } else { 1 })
+    let images_bad = undecodable.as_ref().is_some_and(|u| !u.is_empty());
+    Ok(if bad_count == 0 && !images_bad { 0 } else { 1 })
 }
 
 /// How many records checksums verified, and how many they do not vouch for, and why.
@@ -618,14 +659,19 @@ fn export(path: &Path, out: &Path) -> Result<u8, Fail> {
     Ok(0)
 }
 
-fn convert(input: &Path, store: &Path, codec: CodecArg) -> Result<u8, Fail> {
+fn convert(input: &Path, store: &Path, codec: Option<CodecArg>, as_images: bool) -> Result<u8, Fail> {
     writable(store)?;
-    let codec = match codec {
+    let fallback = if as_images { CodecArg::Raw } else { CodecArg::Zstd };
+    let codec = match codec.unwrap_or(fallback) {
         CodecArg::Raw => Codec::Raw,
         CodecArg::Zstd => Codec::Zstd,
         CodecArg::ZstdDict => Codec::ZstdDict,
     };
-    let n = npy::convert(input, store, codec, false)?;
+    let n = if as_images {
+        images::convert(input, store, codec, false)?
+    } else {
+        npy::convert(input, store, codec, false)?
+    };
     eprintln!("wrote {n} records to {}", store.display());
     Ok(0)
 }
@@ -648,7 +694,7 @@ mod tests {
     fn both_spellings_of_the_dictionary_codec_parse() {
         for spelling in ["zstd_dict", "zstd-dict"] {
             let cli = Cli::try_parse_from(["loaderx", "convert", "x.npy", "s", "--codec", spelling]).unwrap();
-            assert!(matches!(cli.command, Command::Convert { codec: CodecArg::ZstdDict, .. }));
+            assert!(matches!(cli.command, Command::Convert { codec: Some(CodecArg::ZstdDict), .. }));
         }
     }
 }

@@ -46,6 +46,14 @@ impl Source {
         }
     }
 
+    /// The records, as the read path's one interface.
+    pub(crate) fn records(&self) -> &dyn crate::Records {
+        match self {
+            Source::One(s) => s,
+            Source::Many(m) => m,
+        }
+    }
+
     pub(crate) fn stats(&self) -> Result<Stats> {
         match self {
             Source::One(s) => s.stats(),

@@ -289,6 +289,7 @@ def from_arrow(
     dict_size: int | None = None,
     progress: bool | None = None,
     mode: WriteMode = "append",
+    images: bool = False,
 ) -> int:
     """Persist one column of Arrow data as a store (needs pyarrow).
 
@@ -304,6 +305,10 @@ def from_arrow(
     null, an empty record or any other failure part-way rolls the store back. ``path`` and
     ``mode`` are as for :func:`from_numpy`.
 
+    ``images=True`` stores a column of encoded images as :func:`from_images` does (a binary
+    column, or an HF ``Image`` column: a struct whose ``bytes`` field holds them); each record's
+    header is checked, and the schema's ``media`` names the formats.
+
     Returns:
         int: Number of records written.
     """
@@ -312,6 +317,8 @@ def from_arrow(
     codec = _check_codec(codec)
     path = _writable(path, "convert to")
     name, field, rows, arrays = arrow.arrow_source(data, column)
+    if images:
+        return _arrow_images(path, name, field, rows, arrays, codec, chunk_bytes, progress, mode)
     kind, dtype, shape = arrow.column_plan(name, field)
     store_kind = "dense" if kind == "dense" else "ragged"
     schema = {"kind": store_kind, "dtype": dtype.str, "item_shape": [int(d) for d in shape]}
@@ -439,3 +446,30 @@ def from_images(
     schema = _loaderx.Schema.for_converter(dict(_IMAGE_SCHEMA), "ragged", codec)
     bar = _Progress(progress, total, f"converting {path.name}")
     return _convert(path, schema, codec, mode, None, bar, _image_blocks(named(), chunk_bytes))
+
+
+def _arrow_images(
+    path: Path, name: str, field: Any, rows: int | None, arrays: Iterator[Any], codec: str, chunk_bytes: int, progress: bool | None, mode: str
+) -> int:
+    """``from_arrow(..., images=True)``: a binary column, or a struct column with a binary
+    ``bytes`` field (HF ``datasets.Image``), stored as :func:`from_images` stores images."""
+    pa = __import__("pyarrow")
+    t = field.type
+    binary = (pa.types.is_binary, pa.types.is_large_binary)
+    nested = pa.types.is_struct(t) and t.get_field_index("bytes") >= 0
+    if not (any(f(t) for f in binary) or (nested and any(f(t.field("bytes").type) for f in binary))):
+        raise TypeError(f"column {name!r} is {t}; images=True takes a binary column or a struct with a binary 'bytes' field")
+
+    def records() -> Iterator[tuple[bytes, Any]]:
+        row = 0
+        for arr in arrays:
+            values = arr.field("bytes") if nested else arr
+            for value in values.to_pylist():
+                if value is None:
+                    raise BadArgumentError.new(f"row {row} of column {name!r} is null, not an image", index=row)
+                yield value, f"row {row}"
+                row += 1
+
+    schema = _loaderx.Schema.for_converter(dict(_IMAGE_SCHEMA), "ragged", codec)
+    bar = _Progress(progress, rows, f"converting {path.name}")
+    return _convert(path, schema, codec, mode, None, bar, _image_blocks(records(), chunk_bytes))
