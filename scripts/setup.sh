@@ -10,11 +10,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-STEPS_demo="venv_demo"
-STEPS_all="venv_demo apt wasm_targets wasm_bindgen npm reference venv_test mypy ruff azurite venv_ml"
+STEPS_demo="build_tools venv_demo"
+STEPS_all="build_tools venv_demo apt wasm_targets wasm_bindgen npm reference venv_test mypy ruff azurite venv_ml"
 
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO="sudo"; fi
+
+# nasm assembles libjpeg-turbo's SIMD code, which the native engine decodes JPEGs with (core's
+# `turbo` feature, through mozjpeg-sys); every native build needs it on x86.
+build_tools() {
+  if ! command -v nasm >/dev/null; then
+    echo "setup: installing nasm"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq nasm >/dev/null
+  fi
+}
 
 # The project's venv with what the build and the demo need: maturin builds the extension, the
 # demo converts scikit-learn's digits and shows tqdm progress bars.
@@ -94,8 +104,8 @@ reference() {
 # The test tools in the project's venv: zig from PyPI links the wheels of every platform, the
 # artifact checker parses ELF, Mach-O and PE, and the suites' own dependencies.
 venv_test() {
-  local deps="ziglang pyelftools macholib pefile msgpack pytest hypothesis moto[server] boto3 azure-storage-blob pyarrow polars duckdb datasets"
-  if ! .venv/bin/python -c "import ziglang, elftools, macholib, pefile, msgpack, pytest, hypothesis, moto, boto3, azure.storage.blob, pyarrow, polars, duckdb, datasets" 2>/dev/null; then
+  local deps="ziglang pyelftools macholib pefile msgpack pytest hypothesis moto[server] boto3 azure-storage-blob pyarrow polars duckdb datasets pillow scikit-image"
+  if ! .venv/bin/python -c "import ziglang, elftools, macholib, pefile, msgpack, pytest, hypothesis, moto, boto3, azure.storage.blob, pyarrow, polars, duckdb, datasets, PIL, skimage" 2>/dev/null; then
     echo "setup: installing into .venv: $deps"
     .venv/bin/pip install -q $deps
   fi
@@ -131,13 +141,13 @@ azurite() {
   fi
 }
 
-# torch, torchdata, JAX (CPU), optax and Ray Data for loaderx.torch, loaderx.jax, loaderx.ray and
+# torch, torchvision, torchdata, JAX (CPU), optax and Ray Data for loaderx.torch, loaderx.jax, loaderx.ray and
 # the examples (make test-ml): about 7 GB with torch's CUDA wheels from PyPI, so in one venv
 # outside the repository that every later run and fresh clone on this machine reuses.
 venv_ml() {
   local venv=${LOADERX_ML_VENV:-$HOME/.cache/loaderx-tools/venv-ml}
-  local deps="torch==2.15.0 torchdata==0.11.0 jax[cpu]==0.10.2 optax==0.2.8 ray[data]==2.60.0 pyarrow==26.0.1 datasets numpy==2.4.6 scikit-learn==1.9.1 pytest hypothesis maturin"
-  if ! "$venv/bin/python" -c "import torch, torchdata.stateful_dataloader, jax, optax, ray.data, pyarrow, datasets, sklearn, pytest, hypothesis, maturin" 2>/dev/null; then
+  local deps="torch==2.15.0 torchvision==0.29.2 torchdata==0.11.0 jax[cpu]==0.10.2 optax==0.2.8 ray[data]==2.60.0 pyarrow==26.0.1 datasets numpy==2.4.6 scikit-learn==1.9.1 scikit-image pillow pytest hypothesis maturin"
+  if ! "$venv/bin/python" -c "import torch, torchvision, torchdata.stateful_dataloader, jax, optax, ray.data, pyarrow, datasets, sklearn, skimage, PIL, pytest, hypothesis, maturin" 2>/dev/null; then
     echo "setup: installing torch, torchdata, jax[cpu], optax and Ray into $venv (about 2 minutes)"
     [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
     "$venv/bin/pip" install -q -U pip

@@ -322,3 +322,26 @@ export declare class BlobSource {
   /** The store among picked files: the directory holding the shallowest `meta.zr`. */
   static fromFiles(files: Iterable<File> | ArrayLike<File>): BlobSource;
 }
+
+/** What an encoded image's header says. */
+export interface ImageHeader {
+  /** 'jpeg', 'png' or 'webp'. */
+  media: 'jpeg' | 'png' | 'webp';
+  /** Width and height in display orientation (after the EXIF orientation). */
+  width: number;
+  height: number;
+  /** The EXIF orientation, 1 (as stored) to 8. */
+  orientation: number;
+}
+
+/** A decoded picture: `height` rows of `width` RGB pixels. */
+export interface DecodedImage {
+  width: number;
+  height: number;
+  rgb: Uint8Array;
+}
+
+export interface ImageOptions {
+  /** The largest image (width x height) decoded (default: Pillow's decompression-bomb limit). */
+  maxPixels?: number;
+}

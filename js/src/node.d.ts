@@ -1,5 +1,5 @@
 // Types of the Node entry point (src/node.js).
-import type { Bytes, HttpOpenOptions, Source, StoreApi } from './common.js';
+import type { Bytes, DecodedImage, HttpOpenOptions, ImageHeader, ImageOptions, Source, StoreApi } from './common.js';
 
 export * from './common.js';
 
@@ -52,3 +52,11 @@ export declare class NodeSource implements Source {
 export declare const threaded: boolean;
 /** The loaderx version of the wasm build inside (equal to the package's version). */
 export declare const version: string;
+/** The header of an encoded image (JPEG, PNG, WebP), decoding no pixels; throws LOADERX_CORRUPT
+ * when the bytes are not an image. */
+export declare function imageHeader(bytes: Uint8Array | ArrayBuffer | ArrayBufferView): ImageHeader;
+/** Decodes an encoded image with the engine's pure-Rust decoders (as loaderx's wasm build does):
+ * throws LOADERX_CORRUPT (damaged, truncated, not an image) or LOADERX_TOO_LARGE (over maxPixels). */
+export declare function decodeImage(bytes: Uint8Array | ArrayBuffer | ArrayBufferView, options?: ImageOptions): DecodedImage;
+/** Why an encoded image does not decode, or undefined when it does. */
+export declare function imageProblem(bytes: Uint8Array | ArrayBuffer | ArrayBufferView, options?: ImageOptions): string | undefined;

@@ -932,7 +932,26 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
     }
   }
 
-  return { Store, Sampler, Packer, version: wasm.version(), threaded: wasm.isThreaded() };
+  /** Bytes as the wasm functions take them (a Uint8Array or anything viewed as one). */
+  const imageBytes = (bytes) => {
+    if (bytes instanceof Uint8Array) return bytes;
+    if (ArrayBuffer.isView(bytes)) return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    if (bytes instanceof ArrayBuffer) return new Uint8Array(bytes);
+    throw argumentError(`an encoded image must be a Uint8Array or ArrayBuffer, got ${describe(bytes)}`);
+  };
+  const pixelLimit = (options) => {
+    const max = options?.maxPixels ?? wasm.defaultMaxPixels();
+    if (typeof max !== 'number' || !(max > 0)) throw argumentError(`maxPixels must be a positive number, got ${describe(max)}`);
+    return max;
+  };
+  /** `{media, width, height, orientation}` of an encoded image (JPEG, PNG, WebP), from its header. */
+  const imageHeader = (bytes) => wasmCall(() => wasm.imageHeader(imageBytes(bytes)));
+  /** Decodes every pixel: `{width, height, rgb}` (rows of RGB, display orientation). */
+  const decodeImage = (bytes, options) => wasmCall(() => wasm.decodeImage(imageBytes(bytes), pixelLimit(options)));
+  /** Why an encoded image does not decode, or undefined when it does. */
+  const imageProblem = (bytes, options) => wasm.imageProblem(imageBytes(bytes), pixelLimit(options)) ?? undefined;
+
+  return { Store, Sampler, Packer, version: wasm.version(), threaded: wasm.isThreaded(), imageHeader, decodeImage, imageProblem };
 }
 
 

@@ -156,14 +156,7 @@ impl Classify for Error {
             // Encoding and training fail only for reasons of the dictionary (or its absence).
             Error::Dictionary(_) | Error::Codec(_) => ErrorKind::Dictionary,
             Error::Deadline { .. } => ErrorKind::Io,
-            Error::Image { source, .. } => {
-                use loaderx_core::image::ImageError as I;
-                match source {
-                    I::TooLarge { .. } => ErrorKind::TooLarge,
-                    I::WrongSize { .. } | I::Spec(_) => ErrorKind::Argument,
-                    I::Empty | I::NotAnImage(_) | I::Corrupt { .. } => ErrorKind::Corrupt,
-                }
-            }
+            Error::Image { source, .. } => source.kind(),
             #[cfg(feature = "remote")]
             Error::Remote { source, .. } => match source {
                 object_store::Error::NotFound { .. } => ErrorKind::NotFound,

@@ -125,3 +125,55 @@ pub(crate) fn media_value(formats: Vec<String>) -> PyResult<&'static str> {
         formats.iter().map(|f| f.parse()).collect::<Result<Vec<image::Media>, _>>().map_err(spec_error)?;
     Ok(image::Media::schema_value(&parsed))
 }
+
+/// Draws given by the caller, in order (a test injects torch's): uniforms, then integers taken
+/// modulo the range asked for. Running out is an error, not a default.
+struct Given {
+    uniforms: std::vec::IntoIter<f32>,
+    integers: std::vec::IntoIter<u64>,
+    short: bool,
+}
+
+impl loaderx_core::augment::Draws for Given {
+    fn uniform(&mut self) -> f32 {
+        self.uniforms.next().unwrap_or_else(|| {
+            self.short = true;
+            0.0
+        })
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        match self.integers.next() {
+            Some(v) => v % n.max(1),
+            None => {
+                self.short = true;
+                0
+            }
+        }
+    }
+}
+
+/// `RandomResizedCrop`'s parameters as the engine computes them, from given draws:
+/// `(top, left, height, width)`. For checking the engine against torchvision's definition.
+#[pyfunction]
+pub(crate) fn random_resized_params(
+    height: u32,
+    width: u32,
+    scale: (f64, f64),
+    ratio: (f64, f64),
+    uniforms: Vec<f32>,
+    integers: Vec<u64>,
+) -> PyResult<(u32, u32, u32, u32)> {
+    let mut given = Given { uniforms: uniforms.into_iter(), integers: integers.into_iter(), short: false };
+    let r = loaderx_core::augment::random_resized(
+        height,
+        width,
+        [scale.0, scale.1],
+        [ratio.0, ratio.1],
+        &mut given,
+    );
+    if given.short {
+        return Err(argument("not enough draws given".into()));
+    }
+    Ok((r.top, r.left, r.height, r.width))
+}

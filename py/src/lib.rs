@@ -41,6 +41,7 @@ fn _loaderx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(images::image_headers, m)?)?;
     m.add_function(wrap_pyfunction!(images::undecodable_images, m)?)?;
     m.add_function(wrap_pyfunction!(images::media_value, m)?)?;
+    m.add_function(wrap_pyfunction!(images::random_resized_params, m)?)?;
     m.add("MAX_PIXELS", loaderx_core::image::DEFAULT_MAX_PIXELS)?;
     m.add_function(wrap_pyfunction!(handle::commit, m)?)?;
     m.add_function(wrap_pyfunction!(functions::cli, m)?)?;

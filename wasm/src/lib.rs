@@ -8,6 +8,7 @@
 //!   them by core's rules; `identify` answers "store or manifest?" from what JS sees.
 //! * [`Sampler`] — the core sampler; the same arguments give the same batches as native.
 //! * [`Packer`] — the core packer; the same arguments plan the same packed rows as native.
+//! * `imageHeader`, `decodeImage`, `imageProblem` — encoded images, by core's pure-Rust decoders.
 //!
 //! Errors are JavaScript `Error`s named `LoaderxError` with a stable `code` (see [`error`]).
 //! No path reachable from JavaScript panics, so a rejected call never leaves the module
@@ -19,6 +20,7 @@
 //! the calling thread returns to its event loop ([`DecodeJob`], `Reader.decodeStart`).
 
 mod error;
+mod image;
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
 mod job;
 mod manifest;
@@ -26,6 +28,7 @@ mod pack;
 mod reader;
 mod sampler;
 
+pub use image::{decode_image, default_max_pixels, image_header, image_problem};
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
 pub use job::DecodeJob;
 pub use manifest::{identify, manifest_file, names_a_file, Manifest};
