@@ -1,26 +1,33 @@
 #!/usr/bin/env node
 // Quality check of a loaderx store from Node: schema, stats, a record-length histogram, and a
-// full verify. Exit code 0: healthy; 1: bad records; 2: the store cannot be opened or bad usage.
+// full verify; for a store of encoded images (its schema's `media`, or --images) also the formats,
+// the picture sizes and every record that does not decode, by the engine's decoders compiled to
+// wasm. Exit code 0: healthy; 1: bad records or undecodable images; 2: the store cannot be
+// opened or bad usage.
 //
-//   node examples/qa.mjs STORE [--json] [--bins N]      (also: npx loaderx-qa STORE)
-import { Store } from '../src/node.js';
+//   node examples/qa.mjs STORE [--json] [--bins N] [--images] [--max-pixels N]
+//   (also: npx loaderx-qa STORE)
+import { Store, imageProblem, imageHeader } from '../src/node.js';
 import { redactUrl } from '../src/redact.js';
 
-const USAGE = 'usage: loaderx-qa STORE [--json] [--bins N]\n  STORE is a store directory or an http(s) URL';
+const USAGE = 'usage: loaderx-qa STORE [--json] [--bins N] [--images] [--max-pixels N]\n  STORE is a store directory or an http(s) URL';
 
 /** @param {string[]} argv */
 function parseArgs(argv) {
-  /** @type {{json: boolean, bins: number, store: string | null}} */
-  const opts = { json: false, bins: 10, store: null };
+  /** @type {{json: boolean, bins: number, store: string | null, images: boolean, maxPixels: number | undefined}} */
+  const opts = { json: false, bins: 10, store: null, images: false, maxPixels: undefined };
   for (let k = 0; k < argv.length; k++) {
     const a = argv[k];
     if (a === '--json') opts.json = true;
     else if (a === '--bins') opts.bins = Number(argv[++k]);
+    else if (a === '--images') opts.images = true;
+    else if (a === '--max-pixels') opts.maxPixels = Number(argv[++k]);
     else if (a === '-h' || a === '--help') return null;
     else if (!opts.store && !a.startsWith('-')) opts.store = a;
     else throw new Error(`unexpected argument ${a}`);
   }
   if (!opts.store || !Number.isInteger(opts.bins) || opts.bins < 1) throw new Error('a STORE and a positive --bins are needed');
+  if (opts.maxPixels !== undefined && !(opts.maxPixels > 0)) throw new Error('--max-pixels must be a positive number');
   return { ...opts, store: opts.store };
 }
 
@@ -53,6 +60,38 @@ async function allLengths(store) {
     // A corrupt table part shows up in verify.
   }
   return out;
+}
+
+/**
+ * The image report of a store of encoded images: how many of each format, the range and a
+ * histogram of picture sizes (width x height, display orientation), and every record that does
+ * not decode, with why. Records the store cannot read are verify's to report.
+ * @param {import('../src/node.js').Store} store
+ * @param {{bins: number, maxPixels: number | undefined}} opts
+ */
+async function imageReport(store, opts) {
+  /** @type {Record<string, number>} */
+  const formats = {};
+  /** @type {{index: number, message: string}[]} */
+  const undecodable = [];
+  const widths = [], heights = [];
+  let at = 0;
+  try {
+    for await (const records of store.batches({ batchSize: 256, read: 'bytes' })) {
+      for (const bytes of records) {
+        const index = at++;
+        const problem = imageProblem(bytes, { maxPixels: opts.maxPixels });
+        if (problem !== undefined) { undecodable.push({ index, message: problem }); continue; }
+        const h = imageHeader(bytes);
+        formats[h.media] = (formats[h.media] ?? 0) + 1;
+        widths.push(h.width);
+        heights.push(h.height);
+      }
+    }
+  } catch {
+    // A record the store cannot read ends the scan; verify lists it.
+  }
+  return { scanned: at, formats, width: histogram(widths, opts.bins), height: histogram(heights, opts.bins), undecodable };
 }
 
 /** `n` bytes in binary units (B, KiB, MiB, GiB, TiB), one decimal. */
@@ -89,9 +128,12 @@ async function main() {
       onProgress: (done, total) => { if (tty) process.stderr.write(`\rverify ${done}/${total}`); },
     });
     if (tty) process.stderr.write('\n');
+    const asImages = opts.images || typeof store.schema?.media === 'string';
+    const images = asImages ? await imageReport(store, opts) : null;
     // A URL's userinfo and query values (a presigned signature) are never printed.
     const shown = redactUrl(opts.store);
-    const result = { store: shown, ok: report.ok, length: store.length, schema: store.schema, header: store.header, stats, lengthHistogram: hist, bad: report.bad, unlisted: report.unlisted };
+    const ok = report.ok && !(images && images.undecodable.length);
+    const result = { store: shown, ok, length: store.length, schema: store.schema, header: store.header, stats, lengthHistogram: hist, bad: report.bad, unlisted: report.unlisted, images };
     if (opts.json) {
       console.log(JSON.stringify(result, null, 2));
     } else {
@@ -118,8 +160,18 @@ async function main() {
         const more = report.bad.length - Math.min(50, report.bad.length) + report.unlisted;
         if (more > 0) console.log(`  ... and ${more} more`);
       }
+      if (images) {
+        const kinds = Object.entries(images.formats).map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
+        console.log(`images    ${images.scanned - images.undecodable.length} decode (${kinds}), ${images.undecodable.length} undecodable`);
+        if (images.width.bins.length) {
+          console.log(`width     min ${images.width.min}  max ${images.width.max}  mean ${(images.width.mean ?? 0).toFixed(1)} px`);
+          console.log(`height    min ${images.height.min}  max ${images.height.max}  mean ${(images.height.mean ?? 0).toFixed(1)} px`);
+        }
+        for (const u of images.undecodable.slice(0, 50)) console.log(`  undecodable image ${u.index}: ${u.message}`);
+        if (images.undecodable.length > 50) console.log(`  ... and ${images.undecodable.length - 50} more`);
+      }
     }
-    return report.ok && !('error' in stats) ? 0 : 1;
+    return ok && !('error' in stats) ? 0 : 1;
   } catch (e) {
     console.error(`loaderx-qa: [${e.code}] ${redactUrl(e.message)}`);
     return 1;

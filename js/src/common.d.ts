@@ -48,6 +48,8 @@ export interface Schema {
   extraDim: number | null;
   /** Bytes of one item (`itemShape` elements) as stored. */
   itemBytes: number;
+  /** A store of encoded images (Python's `from_images`): the format of its records. */
+  media?: 'jpeg' | 'png' | 'webp' | 'mixed';
 }
 
 /** What `dtypeInfo(schema)` says about a store's values. */

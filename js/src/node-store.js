@@ -430,7 +430,7 @@ export function nodeApi(wasm) {
     }
   }
 
-  return { Store, Sampler: here.Sampler, Packer: here.Packer, version: here.version, threaded: here.threaded };
+  return { ...here, Store };
 }
 
 /** Only `Store.open` constructs stores. */

@@ -282,7 +282,8 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
       return this.#reader.length;
     }
 
-    /** `{kind, dtype, itemShape, codec, arrayType, extraDim, itemBytes}`, or null without schema.msgpack. */
+    /** `{kind, dtype, itemShape, codec, arrayType, extraDim, itemBytes}` (and `media` for a store of
+     * encoded images), or null without schema.msgpack. */
     get schema() {
       return this.#info.schema;
     }

@@ -2,7 +2,7 @@
 // (only the visible rows are in the DOM), a histogram, statistics, and for images a zoomable
 // nearest-neighbour view with the coordinates and value of the pixel under the cursor.
 import { el, fmtInt, fmtNum, fmtShape, fmtStat, perFrame } from './util.js';
-import { drawHistogram, drawImage, histogramOf, imageMapping, imageSpec, pixelIndex, rowIndex, rowLayout, statsOf } from './render.js';
+import { drawHistogram, drawImage, encodedImage, histogramOf, imageMapping, imageSpec, pixelIndex, rowIndex, rowLayout, statsOf } from './render.js';
 import { describeError } from './open.js';
 import { $ } from './util.js';
 
@@ -307,6 +307,30 @@ export class Detail {
   }
 
   /**
+   * An encoded image record, decoded by the browser: the picture, its format, size and bytes.
+   * @param {Stream} s
+   * @param {HTMLElement} root
+   * @param {HTMLElement} head
+   * @param {Uint8Array} bytes
+   */
+  #picture(s, root, head, bytes) {
+    for (const url of this.urls ?? []) URL.revokeObjectURL(url);
+    this.urls = [];
+    const info = el('span', { class: 'dim', dataset: { k: 'picture' } }, ` ${fmtInt(bytes.length)} bytes`);
+    head.append(info);
+    const img = encodedImage(bytes, this.urls, (message) => {
+      img.replaceWith(el('div', { class: 'd-error', role: 'alert' }, el('strong', {}, 'Undecodable image'), el('p', {}, message)));
+    }, 'd-picture');
+    img.addEventListener('load', () => {
+      const mime = img.src ? (bytes[0] === 0xff ? 'JPEG' : bytes[0] === 0x89 ? 'PNG' : 'WebP') : '';
+      info.textContent = ` ${mime} · ${img.naturalWidth}×${img.naturalHeight} · ${fmtInt(bytes.length)} bytes`;
+      info.dataset.v = JSON.stringify({ width: img.naturalWidth, height: img.naturalHeight });
+    }, { once: true });
+    root.append(el('div', { class: 'd-grid single' }, img));
+    return { root };
+  }
+
+  /**
    * @param {Stream} s
    * @param {{rec?: Rec, error?: any}} got  the record, or why it could not be read
    */
@@ -321,6 +345,7 @@ export class Detail {
       return { root };
     }
     const rec = /** @type {Rec} */ (got.rec);
+    if (interp.schema?.media) return this.#picture(s, root, head, /** @type {Uint8Array} */ (rec));
     const shape = interp.shapeOf(rec);
     const count = interp.count(rec);
     head.append(el('span', { class: 'dim' }, ` ${fmtShape(shape)} · ${interp.dt.name} · ${fmtInt(count)} value${count === 1 ? '' : 's'}`));

@@ -3,7 +3,7 @@
 // records). Corrupt records get an error tile while the rest of the page still shows. The next
 // page is fetched ahead while the user looks at this one.
 import { el, fmtInt, fmtNum, fmtShape, product, yieldToBrowser } from './util.js';
-import { drawImage, drawSparkline, imageMapping, imageSpec, previewText, statsOf } from './render.js';
+import { drawImage, drawSparkline, encodedImage, imageMapping, imageSpec, previewText, statsOf } from './render.js';
 
 /** @typedef {import('../src/browser.js').Store} Store */
 /** @typedef {import('./render.js').Rec} Rec */
@@ -106,6 +106,8 @@ export class Grid {
     /** @type {Map<string, Promise<{per: Gathered[], fetchMs: number}>>} */
     this.cache = new Map();
     this.token = 0;
+    /** Object URLs of the encoded images on the page, revoked when the page is replaced. @type {string[]} */
+    this.urls = [];
     root.addEventListener('click', (ev) => {
       const tile = tileOf(ev);
       if (tile) hooks.onOpen(Number(tile.dataset.index));
@@ -221,6 +223,9 @@ export class Grid {
         slice = performance.now();
       }
     }
+    for (const url of this.shownUrls ?? []) URL.revokeObjectURL(url);
+    this.shownUrls = this.urls;
+    this.urls = [];
     this.root.replaceChildren(frag);
     // Sparklines need their laid-out size: read every size first, then draw.
     const sizes = sparks.map(([c]) => [c.clientWidth, c.clientHeight]);
@@ -258,6 +263,17 @@ export class Grid {
     }
     if (!rec) return box;
     const interp = s.interp;
+    if (interp.schema?.media) {
+      // A store of encoded images: the browser decodes each record.
+      const frame = el('div', { class: compact ? 'tile-img small' : 'tile-img checker' });
+      const img = encodedImage(/** @type {Uint8Array} */ (rec), this.urls, (message) => {
+        frame.replaceWith(el('div', { class: 'tile-error', title: message }, el('strong', {}, 'undecodable'), el('span', {}, message)));
+        box.closest('.tile')?.classList.add('bad');
+      }, 'tile-picture');
+      frame.append(img);
+      box.append(frame);
+      return box;
+    }
     if (spec) {
       const canvas = el('canvas', { class: 'tile-canvas', title: `${fmtShape(interp.shapeOf(rec))} ${interp.dt.name}` });
       drawImage(canvas, interp.numbers(rec), spec, /** @type {Mapping} */ (mapping));

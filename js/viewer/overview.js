@@ -64,7 +64,8 @@ export class Overview {
       ? [['kind', s.kind, s.kind === 'ragged' ? 'records of different lengths' : null, s.kind],
         ['dtype', s.dtype, dt.name, s.dtype],
         ['item shape', shapeText, null, JSON.stringify(s.itemShape)],
-        ['codec', s.codec ?? 'unknown', null, s.codec ?? '']]
+        ['codec', s.codec ?? 'unknown', null, s.codec ?? ''],
+        ...(s.media ? [/** @type {[string, string, string | null, string]} */ (['media', s.media, 'encoded images, shown as pictures', s.media])] : [])]
       : [['kind', 'no schema', 'no schema.msgpack: records are plain bytes', 'none'], ['dtype', 'bytes', null, ''], ['item shape', shapeText, null, ''], ['codec', '–', null, '']];
     const schemaCard = el('section', { class: 'card schema' }, el('h3', {}, 'Schema'),
       el('dl', {}, schemaRows.map(([name, value, note, raw]) => [

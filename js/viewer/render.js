@@ -558,3 +558,43 @@ export function rowIndex(lead, r) {
   }
   return `[${idx.join(', ')}]`;
 }
+
+/**
+ * The MIME type of an encoded image, from its first bytes (null when it is none of the formats
+ * image stores hold).
+ * @param {Uint8Array} b
+ * @returns {string | null}
+ */
+export function imageMime(b) {
+  if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'image/jpeg';
+  if (b.length >= 8 && b[0] === 0x89 && b[1] === 0x50 && b[2] === 0x4e && b[3] === 0x47) return 'image/png';
+  if (b.length >= 12 && b[0] === 0x52 && b[1] === 0x49 && b[2] === 0x46 && b[3] === 0x46 && b[8] === 0x57 && b[9] === 0x45 && b[10] === 0x42 && b[11] === 0x50) return 'image/webp';
+  return null;
+}
+
+/**
+ * An `<img>` showing an encoded image record, decoded by the browser. Its object URL goes into
+ * `urls` (the caller revokes them when the image leaves the page). `onFail(message)` runs when
+ * the bytes are not an image or the browser cannot decode them.
+ * @param {Uint8Array} bytes
+ * @param {string[]} urls
+ * @param {(message: string) => void} onFail
+ * @param {string} cls
+ */
+export function encodedImage(bytes, urls, onFail, cls) {
+  const img = /** @type {HTMLImageElement} */ (document.createElement('img'));
+  img.className = cls;
+  img.decoding = 'async';
+  img.alt = 'encoded image';
+  const mime = imageMime(bytes);
+  if (!mime) {
+    queueMicrotask(() => onFail('not a JPEG, PNG or WebP image'));
+    return img;
+  }
+  // A copy: the record may be a view into a larger buffer that a Blob would keep whole.
+  const url = URL.createObjectURL(new Blob([bytes.slice()], { type: mime }));
+  urls.push(url);
+  img.addEventListener('error', () => onFail(`the browser cannot decode this ${mime.slice(6).toUpperCase()}`), { once: true });
+  img.src = url;
+  return img;
+}

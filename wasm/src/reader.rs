@@ -315,7 +315,8 @@ impl Reader {
         Ok(())
     }
 
-    /// `{kind, dtype, itemShape, codec, arrayType, extraDim, itemBytes}`, or `null` for a store
+    /// `{kind, dtype, itemShape, codec, arrayType, extraDim, itemBytes}`, plus `media` for a
+    /// store of encoded images (`"jpeg"`, `"png"`, `"webp"` or `"mixed"`), or `null` for a store
     /// without `schema.msgpack` (records are then plain bytes).
     pub fn schema(&self) -> JsValue {
         let Some(t) = &self.typed else { return JsValue::NULL };
@@ -328,6 +329,9 @@ impl Reader {
         set(&o, "arrayType", t.view.array.name());
         set(&o, "extraDim", t.view.extra_dim.map_or(JsValue::NULL, |d| JsValue::from_f64(d as f64)));
         set(&o, "itemBytes", JsValue::from_f64(t.layout.item_bytes as f64));
+        if let Some(media) = t.schema.get_str("media") {
+            set(&o, "media", media);
+        }
         o.into()
     }
 

@@ -43,7 +43,7 @@ import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Sampler, Store } from '../../src/node.js';
+import { Sampler, Store, imageHeader } from '../../src/node.js';
 import { startViewer } from '../../bin/loaderx-view.mjs';
 import { launch } from '../browser/chromium.mjs';
 
@@ -119,13 +119,15 @@ for start in range(0, n, 20000):
  * Small stores written by the Python package (full preallocated sparse files, as users get them):
  *   digits  200 uint8 16×16 images with values 0..16, like scikit-learn's digits
  *   waves   ragged float32 records of 600-3000 values, a staircase wave (plateaus and steps)
+ *   photos  encoded images (scripts/image_set.py's oddities: JPEG, PNG, WebP of every kind) and
+ *           one damaged record after them
  *   wide    40 float32 records of 3×16 values such as -1.235e-5 (16 wide columns in the detail's values table)
  *   parts   a manifest over digits' records in 3 stores of 70, 1 and 129
  */
 const EXTRA = join(ART, 'stores', 'extra');
 function ensureExtraStores() {
   const stamp = join(EXTRA, 'stamp.json');
-  const want = JSON.stringify({ version: 3 });
+  const want = JSON.stringify({ version: 4 });
   if (existsSync(stamp) && readFileSync(stamp, 'utf8') === want) return;
   rmSync(EXTRA, { recursive: true, force: true });
   mkdirSync(EXTRA, { recursive: true });
@@ -152,6 +154,14 @@ def waves():
 from_iterator(out + "/waves", waves(), codec="zstd", progress=False)
 rng = np.random.default_rng(3)
 from_numpy(out + "/wide", (rng.standard_normal((40, 3, 16)) * 1e-5).astype(np.float32), codec="zstd", progress=False)
+import importlib.util
+from loaderx.converter import from_images
+spec = importlib.util.spec_from_file_location("image_set", ${JSON.stringify(join(REPO, 'scripts', 'image_set.py'))})
+image_set = importlib.util.module_from_spec(spec); spec.loader.exec_module(image_set)
+odd = image_set.oddities()
+from_images(out + "/photos", [odd[n] for n in sorted(odd)], progress=False)
+# one damaged record after them (appended as bytes: from_images would refuse it)
+from_iterator(out + "/photos", [odd["rgb.jpg"][:40] + b"garbage"], codec="raw", progress=False)
 `;
   const r = spawnSync(PY, ['-c', code, EXTRA], { encoding: 'utf8', timeout: 120_000 });
   if (r.status !== 0) throw new Error(`building the extra stores with ${PY} failed: ${r.error?.message ?? ''}${r.stderr}`);
@@ -745,6 +755,29 @@ await test('detail view: every column of a wide values table is reachable', asyn
   const after = await row();
   check(after.cells[15].right <= after.right + 0.5 && after.cells[15].left >= after.left, `the last column scrolls into view (${JSON.stringify(after.cells[15])}, list ${after.left}..${after.right})`);
   await shot(page, 'detail-wide');
+});
+
+await test('a store of encoded images shows pictures, decoded by the browser', async (newPage) => {
+  const page = await newPage('store=/extra/photos/');
+  await rendered(page);
+  const ref = await nodeStore(join(EXTRA, 'photos'));
+  const n = ref.length;
+  await page.waitForFunction((count) => {
+    const imgs = [...document.querySelectorAll('#grid .tile img.tile-picture')];
+    return imgs.length === count && imgs.every((i) => i.complete);
+  }, n - 1, { timeout: 20_000 });
+  const sizes = await page.$$eval('#grid .tile img.tile-picture', (imgs) => imgs.map((i) => [i.naturalWidth, i.naturalHeight]));
+  const bytes = await ref.gatherBytes(Array.from({ length: n - 1 }, (_, k) => k));
+  const want = bytes.map((b) => { const h = imageHeader(b); return [h.width, h.height]; });
+  eq(sizes, want, 'each tile shows its picture at its size (EXIF orientation applied, as the engine reads it)');
+  const bad = await page.$eval(`#grid .tile[data-index="${n - 1}"]`, (t) => [t.classList.contains('bad'), t.innerText]);
+  check(bad[0] && /undecodable/.test(bad[1]), `the damaged record's tile says it is undecodable: ${bad[1]}`);
+  await shot(page, 'photos', { fullPage: false });
+  await page.click('#grid .tile[data-index="2"]');
+  await page.waitForFunction(() => /** @type {HTMLElement | null} */ (document.querySelector('[data-k="picture"]'))?.dataset.v);
+  const shown = JSON.parse(await page.$eval('[data-k="picture"]', (e) => e.dataset.v));
+  eq([shown.width, shown.height], want[2], 'the detail view shows the picture at its size');
+  await shot(page, 'photos-detail', { fullPage: false });
 });
 
 await test('ragged sparklines of thousands of values are continuous lines', async (newPage) => {
