@@ -132,7 +132,7 @@ async function main() {
     const images = asImages ? await imageReport(store, opts) : null;
     // A URL's userinfo and query values (a presigned signature) are never printed.
     const shown = redactUrl(opts.store);
-    const ok = report.ok && !(images && images.undecodable.length);
+    const ok = report.ok && !images?.undecodable.length;
     const result = { store: shown, ok, length: store.length, schema: store.schema, header: store.header, stats, lengthHistogram: hist, bad: report.bad, unlisted: report.unlisted, images };
     if (opts.json) {
       console.log(JSON.stringify(result, null, 2));

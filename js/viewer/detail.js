@@ -308,12 +308,11 @@ export class Detail {
 
   /**
    * An encoded image record, decoded by the browser: the picture, its format, size and bytes.
-   * @param {Stream} s
    * @param {HTMLElement} root
    * @param {HTMLElement} head
    * @param {Uint8Array} bytes
    */
-  #picture(s, root, head, bytes) {
+  #picture(root, head, bytes) {
     for (const url of this.urls ?? []) URL.revokeObjectURL(url);
     this.urls = [];
     const info = el('span', { class: 'dim', dataset: { k: 'picture' } }, ` ${fmtInt(bytes.length)} bytes`);
@@ -322,7 +321,7 @@ export class Detail {
       img.replaceWith(el('div', { class: 'd-error', role: 'alert' }, el('strong', {}, 'Undecodable image'), el('p', {}, message)));
     }, 'd-picture');
     img.addEventListener('load', () => {
-      const mime = img.src ? (bytes[0] === 0xff ? 'JPEG' : bytes[0] === 0x89 ? 'PNG' : 'WebP') : '';
+      const mime = bytes[0] === 0xff ? 'JPEG' : bytes[0] === 0x89 ? 'PNG' : 'WebP';
       info.textContent = ` ${mime} · ${img.naturalWidth}×${img.naturalHeight} · ${fmtInt(bytes.length)} bytes`;
       info.dataset.v = JSON.stringify({ width: img.naturalWidth, height: img.naturalHeight });
     }, { once: true });
@@ -345,7 +344,7 @@ export class Detail {
       return { root };
     }
     const rec = /** @type {Rec} */ (got.rec);
-    if (interp.schema?.media) return this.#picture(s, root, head, /** @type {Uint8Array} */ (rec));
+    if (interp.schema?.media) return this.#picture(root, head, /** @type {Uint8Array} */ (rec));
     const shape = interp.shapeOf(rec);
     const count = interp.count(rec);
     head.append(el('span', { class: 'dim' }, ` ${fmtShape(shape)} · ${interp.dt.name} · ${fmtInt(count)} value${count === 1 ? '' : 's'}`));

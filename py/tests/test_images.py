@@ -11,8 +11,8 @@ import zlib
 
 import numpy as np
 import pytest
-from _lxhelpers import REPO, run_code
 
+from _lxhelpers import REPO, run_code
 from loaderx.converter import from_images, from_iterator, image_files
 from loaderx.dataloader import DataLoader
 from loaderx.dataset import ImageDataset, RaggedDataset

@@ -763,10 +763,10 @@ await test('a store of encoded images shows pictures, decoded by the browser', a
   const ref = await nodeStore(join(EXTRA, 'photos'));
   const n = ref.length;
   await page.waitForFunction((count) => {
-    const imgs = [...document.querySelectorAll('#grid .tile img.tile-picture')];
+    const imgs = /** @type {HTMLImageElement[]} */ ([...document.querySelectorAll('#grid .tile img.tile-picture')]);
     return imgs.length === count && imgs.every((i) => i.complete);
   }, n - 1, { timeout: 20_000 });
-  const sizes = await page.$$eval('#grid .tile img.tile-picture', (imgs) => imgs.map((i) => [i.naturalWidth, i.naturalHeight]));
+  const sizes = await page.$$eval('#grid .tile img.tile-picture', (imgs) => imgs.map((i) => [/** @type {HTMLImageElement} */ (i).naturalWidth, /** @type {HTMLImageElement} */ (i).naturalHeight]));
   const bytes = await ref.gatherBytes(Array.from({ length: n - 1 }, (_, k) => k));
   const want = bytes.map((b) => { const h = imageHeader(b); return [h.width, h.height]; });
   eq(sizes, want, 'each tile shows its picture at its size (EXIF orientation applied, as the engine reads it)');

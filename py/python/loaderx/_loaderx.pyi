@@ -6,7 +6,7 @@ from typing import Any, Self, final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Handle", "Conversion", "Mixer", "Packer", "Recorder", "Sampler", "Schema", "cli", "commit", "is_url", "manifest_file", "is_store_file", "redact_url", "check_writable", "process_id", "thread_meter", "meter_since", "CODECS", "ERROR_CODES", "FORMAT", "SCHEMA_FILE", "META_FILE", "MANIFEST_FILE", "MAX_RECORD_LEN", "MAX_RECORDS", "__version__"]
+__all__ = ["Handle", "Conversion", "Images", "image_header", "image_headers", "undecodable_images", "media_value", "random_resized_params", "MAX_PIXELS", "Mixer", "Packer", "Recorder", "Sampler", "Schema", "cli", "commit", "is_url", "manifest_file", "is_store_file", "redact_url", "check_writable", "process_id", "thread_meter", "meter_since", "CODECS", "ERROR_CODES", "FORMAT", "SCHEMA_FILE", "META_FILE", "MANIFEST_FILE", "MAX_RECORD_LEN", "MAX_RECORDS", "__version__"]
 
 CODECS: dict[str, int]
 ERROR_CODES: dict[str, int]
@@ -16,6 +16,8 @@ MAX_RECORD_LEN: int
 META_FILE: str
 MANIFEST_FILE: str
 MAX_RECORDS: int
+#: The default pixel limit of image decoding (Pillow's decompression-bomb limit).
+MAX_PIXELS: int
 __version__: str
 
 @final
@@ -74,6 +76,7 @@ class Conversion:
     @property
     def existing(self) -> Schema | None: ...
     def append(self, src: npt.NDArray[np.uint8], offsets: npt.NDArray[np.uint64]) -> None: ...
+    def set_schema_key(self, key: str, value: str) -> None: ...
     def finish(self) -> int: ...
     def abort(self) -> None: ...
 
@@ -98,6 +101,35 @@ class Mixer:
     def batch_at(self, step: int) -> npt.NDArray[np.uint64]: ...
     def positions_at(self, step: int) -> list[int]: ...
     def rebase(self, step: int, positions: list[int]) -> None: ...
+
+@final
+class Images:
+    def __new__(
+        cls,
+        height: int,
+        width: int,
+        crop: str,
+        scale: tuple[float, float],
+        ratio: tuple[float, float],
+        flip: float,
+        max_pixels: int,
+    ) -> Self: ...
+    def read(self, handle: Handle, idxs: npt.NDArray[np.uint64], seed: int, step: int) -> npt.NDArray[np.uint8]: ...
+    @property
+    def size(self) -> tuple[int, int]: ...
+
+def image_header(bytes: bytes) -> tuple[str, int, int, int]: ...
+def image_headers(handle: Handle, idxs: npt.NDArray[np.uint64]) -> list[tuple[str, int, int, int] | str]: ...
+def undecodable_images(handle: Handle, idxs: npt.NDArray[np.uint64], max_pixels: int) -> list[tuple[int, str]]: ...
+def media_value(formats: list[str]) -> str: ...
+def random_resized_params(
+    height: int,
+    width: int,
+    scale: tuple[float, float],
+    ratio: tuple[float, float],
+    uniforms: list[float],
+    integers: list[int],
+) -> tuple[int, int, int, int]: ...
 
 @final
 class Packer:

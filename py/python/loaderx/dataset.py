@@ -363,7 +363,8 @@ class ImageDataset(_Base):
                 "store of encoded images (uint8 byte strings, as from_images writes)"
             )
         o = self._options
-        self._images = _loaderx.Images(*o["size"], o["crop"], o["scale"], o["ratio"], o["flip"], o["max_pixels"])
+        height, width = o["size"]
+        self._images = _loaderx.Images(height, width, o["crop"], o["scale"], o["ratio"], o["flip"], o["max_pixels"])
         self.media = self.schema.get("media")
         self.dtype = np.dtype(o["dtype"])
         self.item_shape = (*o["size"], 3)
