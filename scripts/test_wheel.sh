@@ -26,7 +26,7 @@ venv=$PWD/.venv-wheel
 rm -rf "$venv"
 python3 -m venv "$venv"
 "$venv/bin/pip" install -q -U pip
-"$venv/bin/pip" install -q "$DIST"/loaderx-*-cp39-abi3-manylinux*_x86_64.whl pytest hypothesis tqdm msgpack "moto[server]" boto3 azure-storage-blob pyarrow polars duckdb datasets
+"$venv/bin/pip" install -q "$DIST"/loaderx-*-cp39-abi3-manylinux*_x86_64.whl pytest hypothesis tqdm msgpack "moto[server]" boto3 azure-storage-blob pyarrow polars duckdb datasets pillow scikit-learn scikit-image
 "$venv/bin/python" -c 'import loaderx, sys; assert "/.venv-wheel/" in loaderx.__file__, loaderx.__file__; print("testing", loaderx.__file__)'
 # From outside the source tree, so `import loaderx` can only find the installed wheel.
 mark "wheel venv ready"

@@ -22,7 +22,7 @@
 
 use std::io::Cursor;
 
-use fast_image_resize::images::{Image, ImageRef};
+use fast_image_resize::images::{CroppedImage, Image, ImageRef};
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
 use thiserror::Error;
 use zune_core::bytestream::ZCursor;
@@ -478,6 +478,13 @@ pub fn render(bytes: &[u8], spec: &Render, key: (u64, u64, u64), out: &mut [u8])
             };
             let r = turbo::decode_region(bytes, Some(want))?;
             let part = Picture { width: r.width, height: r.height, rgb: r.rgb };
+            if r.scale == 1.0 {
+                // Full scale: the crop in the region's pixels, exactly.
+                let inner = Rect { left: rect.left - r.x, top: rect.top - r.y, width: rect.width, height: rect.height };
+                resize_rect(&part, inner, spec, out)?;
+                finish(out, spec, mirror);
+                return Ok(());
+            }
             let s = r.scale;
             let (left, top) =
                 (f64::from(rect.left) * s - f64::from(r.x), f64::from(rect.top) * s - f64::from(r.y));
@@ -516,8 +523,22 @@ fn resize_into(picture: &Picture, rect: Rect, spec: &Render, out: &mut [u8]) -> 
         out.copy_from_slice(&picture.rgb);
         return Ok(());
     }
-    let crop = (f64::from(rect.left), f64::from(rect.top), f64::from(rect.width), f64::from(rect.height));
-    resize_box(picture, crop, spec, out)
+    resize_rect(picture, rect, spec, out)
+}
+
+/// Crops `rect` out of `picture`, then resizes it into `out`: the filter sees only the crop (its
+/// edges are the picture's edges), as torchvision's `resized_crop` and Pillow's
+/// `crop(...).resize(...)` do.
+fn resize_rect(picture: &Picture, rect: Rect, spec: &Render, out: &mut [u8]) -> Result<(), ImageError> {
+    if picture.width == 0 || picture.height == 0 || rect.width == 0 || rect.height == 0 {
+        return Err(ImageError::Spec("the image has no pixels".into()));
+    }
+    let spec_err = |e: &dyn std::fmt::Display| ImageError::Spec(e.to_string());
+    let src = ImageRef::new(picture.width, picture.height, &picture.rgb, PixelType::U8x3).map_err(|e| spec_err(&e))?;
+    let part = CroppedImage::new(&src, rect.left, rect.top, rect.width, rect.height).map_err(|e| spec_err(&e))?;
+    let mut dst = Image::from_slice_u8(spec.width, spec.height, out, PixelType::U8x3).map_err(|e| spec_err(&e))?;
+    let options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Bilinear));
+    Resizer::new().resize(&part, &mut dst, &options).map_err(|e| spec_err(&e))
 }
 
 /// Resizes the box `(left, top, width, height)` of `picture` (fractional pixels) into `out`.

@@ -73,3 +73,12 @@ def test_gpt_packed_resumes_on_another_rank_count_to_the_same_weights(tmp_path):
     assert weights[0] == weights[1]
     losses = [float(v) for v in re.findall(r"^step \d+ loss ([\d.]+)$", straight, re.M)]
     assert len(losses) == 3 and losses[-1] < losses[0]
+
+
+def test_torch_images_trains_a_cnn_on_a_store_of_jpegs(tmp_path):
+    out = run("torch_images.py", "--workdir", tmp_path, "--steps", 300)
+    assert "store: 1600 JPEGs (jpeg), pictures (64, 64, 3) uint8" in out
+    losses = [float(v) for v in re.findall(r"^step \d+ loss ([\d.]+)$", out, re.M)]
+    assert len(losses) == 3 and losses[-1] < 0.5
+    accuracy = float(re.search(r"^accuracy ([\d.]+) on 400 held-out JPEGs", out, re.M).group(1))
+    assert accuracy >= 0.9

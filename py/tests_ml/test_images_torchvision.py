@@ -66,7 +66,14 @@ def test_crop_parameters_equal_torchvisions_for_the_same_draws(h, w, s_lo, s_spa
     finally:
         torch.empty, torch.randint = draws.real_empty, draws.real_randint
     got = _loaderx.random_resized_params(h, w, scale, ratio, us, ints)
-    assert got == tuple(int(v) for v in want)
+    want = tuple(int(v) for v in want)
+    if 0 in want[2:]:
+        # torchvision's fallback can round a side to 0 (an empty crop that its resize then
+        # refuses); the engine keeps at least one pixel, inside the image.
+        top, left, ch, cw = got
+        assert (ch, cw) == tuple(max(1, v) for v in want[2:]) and top + ch <= h and left + cw <= w
+    else:
+        assert got == want
 
 
 def test_a_batch_matches_torchvisions_v2_resize_of_the_same_crops(tmp_path):
