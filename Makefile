@@ -225,6 +225,14 @@ bench-venv:
 	  { python3 -m venv $(CURDIR)/.venv-bench && $(CURDIR)/.venv-bench/bin/pip install -q torch numpy mosaicml-streaming litdata boto3; }
 
 ## Packed token batches beside LitData's TokensLoader and Grain's packing (their venv: below).
+## Images/s of decode + RandomResizedCrop(224) + flip: ours, torch's DataLoader (4 worker
+## processes, torchvision), Pillow in our worker processes, libjpeg-turbo's decode limit (a C loop;
+## libjpeg-turbo's headers from Debian's libjpeg62-turbo-dev), time to the first batch.
+.PHONY: bench-images
+bench-images: ml-build
+	@test -f /usr/include/jpeglib.h || { $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y -qq libjpeg62-turbo-dev >/dev/null; }
+	$(ML_VENV)/bin/python scripts/bench_images.py --count 2000 --seconds 8
+
 .PHONY: bench-packed bench-peers-venv
 bench-packed: setup py-build bench-peers-venv
 	$(PY) scripts/bench.py packed

@@ -18,7 +18,9 @@
 //!   Pillow's `convert("RGB")` does), CMYK/YCCK converted by the JPEG decoder, 16-bit samples
 //!   cut to their high byte, and the EXIF orientation applied.
 //! * [`render`] is a pure function of the bytes, the [`Render`] spec and `(seed, step,
-//!   record)`: the crop and the mirror come from [`crate::augment`]'s keyed draws.
+//!   record)`: the crop and the mirror come from [`crate::augment`]'s keyed draws. It does not
+//!   depend on the thread count; native and wasm builds differ only in JPEG decoding (libjpeg-turbo
+//!   natively, zune-jpeg in wasm), by rounding.
 
 use std::io::Cursor;
 
@@ -451,9 +453,11 @@ impl Render {
     }
 }
 
-/// Decodes `bytes`, crops, resizes (bilinear with antialiasing, as Pillow and torchvision v2
-/// do) and mirrors as `spec` and `(seed, step, record)` say, into `out` (`spec.output_bytes()`
-/// bytes, rows of RGB).
+/// Decodes `bytes`, crops, resizes the crop (bilinear with antialiasing, as Pillow and
+/// torchvision v2 do; the filter sees only the crop, as in torchvision's `resized_crop`) and
+/// mirrors as `spec` and `(seed, step, record)` say, into `out` (`spec.output_bytes()` bytes,
+/// rows of RGB). With the `turbo` feature a JPEG is decoded in part (see `turbo`); where it is
+/// decoded at a reduced DCT scale, the crop's position is kept in fractional pixels.
 pub fn render(bytes: &[u8], spec: &Render, key: (u64, u64, u64), out: &mut [u8]) -> Result<(), ImageError> {
     if out.len() != spec.output_bytes() {
         return Err(ImageError::Spec(format!(
