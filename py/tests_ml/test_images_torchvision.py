@@ -98,3 +98,50 @@ def test_a_batch_matches_torchvisions_v2_resize_of_the_same_crops(tmp_path):
     want = F.resized_crop(torch.from_numpy(pic).permute(2, 0, 1), 0, 50, 300, 300, [96, 96], antialias=True)
     diff = np.abs(got - want.permute(1, 2, 0).numpy().astype(int))
     assert diff.max() <= 2 and diff.mean() < 0.5, (diff.max(), diff.mean())
+
+
+def _jpeg_store(tmp_path, n=24):
+    from PIL import Image
+
+    from loaderx.converter import from_images
+
+    rng = np.random.default_rng(1)
+    items = []
+    for _ in range(n):
+        buf = io.BytesIO()
+        Image.fromarray(rng.integers(0, 256, (60, 80, 3), dtype=np.uint8)).save(buf, "JPEG", quality=90)
+        items.append(buf.getvalue())
+    from_images(tmp_path / "jpegs", items)
+    return tmp_path / "jpegs"
+
+
+def test_loaderx_torch_yields_the_loaders_image_batches_as_tensors(tmp_path):
+    import loaderx.torch as lt
+    from loaderx.dataloader import DataLoader
+    from loaderx.dataset import ImageDataset
+
+    ds = ImageDataset(_jpeg_store(tmp_path), 32, crop="random_resized", flip=True)
+    base = DataLoader({"image": ds}, batch_size=8, seed=3)
+    want = [next(base)["image"] for _ in range(4)]
+    base.close()
+    tl = torch.utils.data.DataLoader(lt.IterableDataset(DataLoader({"image": ds}, batch_size=8, seed=3)), batch_size=None, num_workers=2)
+    got = [b["image"] for _, b in zip(range(4), tl)]
+    assert all(isinstance(g, torch.Tensor) and g.dtype == torch.uint8 and g.shape == (8, 32, 32, 3) for g in got)
+    assert all(np.array_equal(g.numpy(), w) for g, w in zip(got, want))
+
+
+def test_loaderx_jax_shards_image_batches(tmp_path):
+    jax = pytest.importorskip("jax")
+    import loaderx.jax as lxj
+    from loaderx.dataloader import DataLoader
+    from loaderx.dataset import ImageDataset
+
+    ds = ImageDataset(_jpeg_store(tmp_path), 16, crop="center", flip=True)
+    base = DataLoader({"image": ds}, batch_size=8, seed=4)
+    want = [next(base)["image"] for _ in range(3)]
+    base.close()
+    with lxj.DataLoader({"image": ds}, batch_size=8, seed=4) as lx:
+        for w in want:
+            got = next(lx)["image"]
+            assert isinstance(got, jax.Array) and got.shape == (8, 16, 16, 3)
+            assert np.array_equal(np.asarray(got), w)
