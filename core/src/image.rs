@@ -484,7 +484,12 @@ pub fn render(bytes: &[u8], spec: &Render, key: (u64, u64, u64), out: &mut [u8])
             let part = Picture { width: r.width, height: r.height, rgb: r.rgb };
             if r.scale == 1.0 {
                 // Full scale: the crop in the region's pixels, exactly.
-                let inner = Rect { left: rect.left - r.x, top: rect.top - r.y, width: rect.width, height: rect.height };
+                let inner = Rect {
+                    left: rect.left - r.x,
+                    top: rect.top - r.y,
+                    width: rect.width,
+                    height: rect.height,
+                };
                 resize_rect(&part, inner, spec, out)?;
                 finish(out, spec, mirror);
                 return Ok(());
@@ -538,9 +543,12 @@ fn resize_rect(picture: &Picture, rect: Rect, spec: &Render, out: &mut [u8]) -> 
         return Err(ImageError::Spec("the image has no pixels".into()));
     }
     let spec_err = |e: &dyn std::fmt::Display| ImageError::Spec(e.to_string());
-    let src = ImageRef::new(picture.width, picture.height, &picture.rgb, PixelType::U8x3).map_err(|e| spec_err(&e))?;
-    let part = CroppedImage::new(&src, rect.left, rect.top, rect.width, rect.height).map_err(|e| spec_err(&e))?;
-    let mut dst = Image::from_slice_u8(spec.width, spec.height, out, PixelType::U8x3).map_err(|e| spec_err(&e))?;
+    let src = ImageRef::new(picture.width, picture.height, &picture.rgb, PixelType::U8x3)
+        .map_err(|e| spec_err(&e))?;
+    let part =
+        CroppedImage::new(&src, rect.left, rect.top, rect.width, rect.height).map_err(|e| spec_err(&e))?;
+    let mut dst =
+        Image::from_slice_u8(spec.width, spec.height, out, PixelType::U8x3).map_err(|e| spec_err(&e))?;
     let options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Bilinear));
     Resizer::new().resize(&part, &mut dst, &options).map_err(|e| spec_err(&e))
 }
