@@ -248,29 +248,41 @@ def from_iterator(
         # (Sizes, and the fit of bytes records, the conversion checks.)
         expect = _loaderx.Schema.for_converter(inferred, "ragged", codec) if inferred else conversion.existing
         shape = None if expect is None else [int(d) for d in expect.item_shape]
-        buf: list[npt.NDArray[np.uint8]] = []
-        sizes: list[int] = []
-        acc = 0
-        for k, record in enumerate(source):
-            b, a = _record_bytes(record)
-            if a is not None and expect is not None:
-                if a.dtype.str != expect.dtype or [int(d) for d in a.shape[1:]] != shape:
-                    raise BadArgumentError.new(
-                        f"record {k} is {a.dtype.str}{tuple(a.shape)}, but the store holds "
-                        f"{expect.dtype} rows of shape {tuple(shape or ())}",
-                        index=k,
-                    )
-            buf.append(b)
-            sizes.append(b.size)
-            acc += b.size
-            if acc >= chunk_bytes:
-                yield _packed(buf, sizes)
-                buf, sizes, acc = [], [], 0
-        if buf:
-            yield _packed(buf, sizes)
+
+        def checked() -> Iterator[npt.NDArray[np.uint8]]:
+            for k, record in enumerate(source):
+                b, a = _record_bytes(record)
+                if a is not None and expect is not None:
+                    if a.dtype.str != expect.dtype or [int(d) for d in a.shape[1:]] != shape:
+                        raise BadArgumentError.new(
+                            f"record {k} is {a.dtype.str}{tuple(a.shape)}, but the store holds "
+                            f"{expect.dtype} rows of shape {tuple(shape or ())}",
+                            index=k,
+                        )
+                yield b
+
+        yield from _in_blocks(checked(), chunk_bytes)
 
     checked = None if schema is None else _loaderx.Schema.for_converter(dict(schema), "ragged", codec)
     return _convert(path, checked, codec, mode, dict_size, _Progress(progress, total, f"converting {path.name}"), blocks)
+
+
+def _in_blocks(
+    records: Iterable[npt.NDArray[np.uint8]], chunk_bytes: int
+) -> Iterator[tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint64]]]:
+    """Records (byte arrays) as blocks of about ``chunk_bytes``, each cut where a record starts."""
+    buf: list[npt.NDArray[np.uint8]] = []
+    sizes: list[int] = []
+    acc = 0
+    for b in records:
+        buf.append(b)
+        sizes.append(b.size)
+        acc += b.size
+        if acc >= chunk_bytes:
+            yield _packed(buf, sizes)
+            buf, sizes, acc = [], [], 0
+    if buf:
+        yield _packed(buf, sizes)
 
 
 def _packed(buf: list[npt.NDArray[np.uint8]], sizes: list[int]) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint64]]:
@@ -377,24 +389,17 @@ def _image_blocks(
         if existing is not None:
             old = existing.to_dict().get("media")
             seen.update(["jpeg", "png", "webp"] if old == "mixed" else [old] if isinstance(old, str) else [])
-        buf: list[npt.NDArray[np.uint8]] = []
-        sizes: list[int] = []
-        acc = 0
-        for k, (data, name) in enumerate(records):
-            try:
-                media = _loaderx.image_header(data)[0]
-            except ValueError as e:
-                raise BadArgumentError.new(f"item {k} ({name}) is not an image this engine reads: {e}", index=k) from None
-            seen.add(media)
-            b = np.frombuffer(data, dtype=np.uint8)
-            buf.append(b)
-            sizes.append(b.size)
-            acc += b.size
-            if acc >= chunk_bytes:
-                yield _packed(buf, sizes)
-                buf, sizes, acc = [], [], 0
-        if buf:
-            yield _packed(buf, sizes)
+
+        def checked() -> Iterator[npt.NDArray[np.uint8]]:
+            for k, (data, name) in enumerate(records):
+                try:
+                    media = _loaderx.image_header(data)[0]
+                except ValueError as e:
+                    raise BadArgumentError.new(f"item {k} ({name}) is not an image this engine reads: {e}", index=k) from None
+                seen.add(media)
+                yield np.frombuffer(data, dtype=np.uint8)
+
+        yield from _in_blocks(checked(), chunk_bytes)
         if seen:
             conversion.set_schema_key("media", _loaderx.media_value(sorted(seen)))
 
