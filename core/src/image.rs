@@ -554,6 +554,7 @@ fn resize_rect(picture: &Picture, rect: Rect, spec: &Render, out: &mut [u8]) -> 
 }
 
 /// Resizes the box `(left, top, width, height)` of `picture` (fractional pixels) into `out`.
+#[cfg(feature = "turbo")]
 fn resize_box(
     picture: &Picture,
     crop: (f64, f64, f64, f64),
