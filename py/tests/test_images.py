@@ -403,3 +403,22 @@ def test_from_arrow_stores_a_binary_or_hf_image_column(tmp_path, odd):
     bad = pa.table({"image": pa.array([odd["rgb.png"], b"nope"], pa.binary())})
     with pytest.raises(BadArgumentError, match="row 1"):
         from_arrow(tmp_path / "d", bad, images=True)
+
+
+def test_image_datasets_mix_and_resume_exactly(tmp_path, jpeg_store, odd):
+    path, _ = jpeg_store
+    other = _store_of(tmp_path, "odd", [odd[n] for n in sorted(odd)])
+    a, b = (ImageDataset(p, 24, crop="random_resized", flip=True) for p in (path, other))
+    make = lambda: DataLoader.mix([{"image": a}, {"image": b}], batch_size=8, weights=[0.5, 0.5], seed=1)  # noqa: E731
+    loader = make()
+    first = next(loader)
+    assert first["image"].shape == (8, 24, 24, 3)
+    state = loader.state_dict()
+    want = [next(loader)["image"] for _ in range(3)]
+    loader.close()
+    resumed = make()
+    resumed.load_state_dict(state)
+    assert all(np.array_equal(next(resumed)["image"], w) for w in want)
+    resumed.close()
+    with pytest.raises(ValueError, match="same pictures"):
+        DataLoader.mix([{"image": a}, {"image": ImageDataset(other, 16)}], batch_size=8, weights=[0.5, 0.5])

@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _loaderx
-from .dataset import DenseDataset, RaggedDataset
+from .dataset import DenseDataset, ImageDataset, RaggedDataset
 from .errors import BadArgumentError
 
 __all__ = ["INTERPOLATIONS", "MixSampler", "preview", "schedule_points"]
@@ -181,10 +181,15 @@ def _joined(parts: Sequence[Any]) -> Any:
     """One stream's sources as one dataset over their joined index space (dataset ``j``'s record
     ``e`` is ``sum(lengths[:j]) + e``), read by the engine's join."""
     first = parts[0]
-    if not isinstance(first, (DenseDataset, RaggedDataset)) or any(type(p) is not type(first) for p in parts):
+    if not isinstance(first, (DenseDataset, RaggedDataset, ImageDataset)) or any(type(p) is not type(first) for p in parts):
         kinds = ", ".join(type(p).__name__ for p in parts)
         raise TypeError(
-            f"DataLoader.mix reads loaderx datasets: each stream's sources must all be DenseDataset or all "
-            f"RaggedDataset, got {kinds}"
+            f"DataLoader.mix reads loaderx datasets: each stream's sources must all be DenseDataset, all "
+            f"RaggedDataset or all ImageDataset, got {kinds}"
+        )
+    if isinstance(first, ImageDataset) and any(p._options != first._options for p in parts):
+        raise ValueError(
+            "DataLoader.mix: a stream's ImageDataset sources must make the same pictures (size, crop, flip, "
+            "dtype, scale, ratio, seed, max_pixels); give them the same arguments"
         )
     return type(first)._join(parts)
