@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { Store, decodeImage, imageHeader, imageProblem } from '../src/node.js';
 import { JS_DIR, removeDir, tempDir } from './helpers/common.mjs';
 import { pythonJson } from './helpers/python.mjs';
+import { skipUnlessRequired } from './helpers/require_all.mjs';
 
 const PY_CODE = `
 import base64, importlib.util, json, sys
@@ -54,7 +55,7 @@ describe('image stores in Node', () => {
   after(() => removeDir(dir));
 
   test('headers equal the native engine\'s, and the schema names the formats', async (t) => {
-    if (py.missing) return t.skip(py.missing);
+    if (py.missing) return skipUnlessRequired(t, py.missing, ['LOADERX_REQUIRE_PY']);
     const store = await Store.open(join(dir, 'good'));
     try {
       assert.equal(store.schema?.media, 'mixed');
@@ -67,7 +68,7 @@ describe('image stores in Node', () => {
   });
 
   test('lossless pictures decode to Pillow\'s pixels exactly, JPEG within rounding', async (t) => {
-    if (py.missing) return t.skip(py.missing);
+    if (py.missing) return skipUnlessRequired(t, py.missing, ['LOADERX_REQUIRE_PY']);
     const store = await Store.open(join(dir, 'good'));
     try {
       for (const [name, b64] of Object.entries(py.value.pixels)) {
@@ -86,7 +87,7 @@ describe('image stores in Node', () => {
   });
 
   test('bad bytes are typed errors, and the pixel limit holds', async (t) => {
-    if (py.missing) return t.skip(py.missing);
+    if (py.missing) return skipUnlessRequired(t, py.missing, ['LOADERX_REQUIRE_PY']);
     assert.throws(() => imageHeader(new Uint8Array([1, 2, 3])), { code: 'LOADERX_CORRUPT' });
     assert.throws(() => decodeImage(new Uint8Array(0)), { code: 'LOADERX_CORRUPT' });
     assert.throws(() => decodeImage(/** @type {any} */ ('not bytes')), { code: 'LOADERX_ARGUMENT' });
@@ -102,7 +103,7 @@ describe('image stores in Node', () => {
   });
 
   test('loaderx-qa reports formats and sizes, and exits 1 naming undecodable records', async (t) => {
-    if (py.missing) return t.skip(py.missing);
+    if (py.missing) return skipUnlessRequired(t, py.missing, ['LOADERX_REQUIRE_PY']);
     const good = await qa(join(dir, 'good'));
     assert.equal(good.code, 0, good.stderr + good.stdout);
     assert.match(good.stdout, /^images\s+16 decode \(.*jpeg 8.*\), 0 undecodable$/m);
