@@ -1,14 +1,26 @@
 // Every JavaScript snippet of js/README.md (```js, ```javascript, ```mjs) runs as written, in
 // order, each as its own module in one temporary directory where `loaderx` resolves to this
 // package and `train_data` is a store (the root README's Python snippet writes one of that name;
-// here it is a copy of the reference-written u8img_zstd fixture). The first snippet's results
-// are then checked.
+// here it is a copy of the reference-written u8img_zstd fixture), and `photos` a store of encoded
+// images (written by the Python package from scripts/image_set.py's pictures). The first
+// snippet's results are then checked.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { JS_DIR, copyStore, fixture, removeDir, storeDir, tempDir } from './helpers/common.mjs';
+import { JS_DIR, REPO, copyStore, fixture, removeDir, storeDir, tempDir } from './helpers/common.mjs';
+import { pythonJson } from './helpers/python.mjs';
+
+/** Writes the `photos` store: encoded images of every kind the decoders take. */
+const PHOTOS = `
+import importlib.util, json, sys
+from loaderx.converter import from_images
+spec = importlib.util.spec_from_file_location("image_set", ${JSON.stringify(join(REPO, 'scripts', 'image_set.py'))})
+image_set = importlib.util.module_from_spec(spec); spec.loader.exec_module(image_set)
+odd = image_set.oddities()
+print(json.dumps(from_images(json.load(sys.stdin), [odd[n] for n in sorted(odd)], progress=False)))
+`;
 
 /** The README's JavaScript snippets, in order. */
 function snippets() {
@@ -47,6 +59,8 @@ test('js/README.md snippets run in order in one directory', async () => {
     symlinkSync(JS_DIR, join(dir, 'node_modules', 'loaderx'), 'dir');
     writeFileSync(join(dir, 'package.json'), '{"type": "module"}\n');
     copyStore(storeDir(fixture('u8img_zstd')), join(dir, 'train_data'));
+    const photos = pythonJson(PHOTOS, join(dir, 'photos'));
+    assert.ok(!photos.missing, `the README's image snippet needs the Python package: ${photos.missing}`);
     for (const [k, code] of blocks.entries()) {
       const file = join(dir, `snippet_${k + 1}.mjs`);
       writeFileSync(file, k === 0 ? code + CHECKS : code);
