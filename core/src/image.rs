@@ -484,9 +484,10 @@ pub fn render(bytes: &[u8], spec: &Render, key: (u64, u64, u64), out: &mut [u8])
             let part = Picture { width: r.width, height: r.height, rgb: r.rgb };
             if r.scale == 1.0 {
                 // Full scale: the crop in the region's pixels, exactly.
+                let outside = || corrupt(Media::Jpeg, "the decoded region does not hold the crop");
                 let inner = Rect {
-                    left: rect.left - r.x,
-                    top: rect.top - r.y,
+                    left: rect.left.checked_sub(r.x).ok_or_else(outside)?,
+                    top: rect.top.checked_sub(r.y).ok_or_else(outside)?,
                     width: rect.width,
                     height: rect.height,
                 };
