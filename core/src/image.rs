@@ -697,6 +697,66 @@ mod tests {
             .is_err());
     }
 
+    /// Small pictures from Pillow (32x24 gradients): baseline and progressive JPEG, lossy WebP.
+    const JPEG: &[u8] = include_bytes!("image/testdata/small.jpg");
+    const PROGRESSIVE: &[u8] = include_bytes!("image/testdata/small_progressive.jpg");
+    const WEBP: &[u8] = include_bytes!("image/testdata/small.webp");
+
+    #[test]
+    fn every_format_decodes_and_renders() {
+        let png_bytes = png(32, 24, &gradient(32, 24));
+        for (bytes, media) in [
+            (JPEG, Media::Jpeg),
+            (PROGRESSIVE, Media::Jpeg),
+            (WEBP, Media::Webp),
+            (&png_bytes[..], Media::Png),
+        ] {
+            let h = header(bytes).unwrap();
+            assert_eq!((h.media, h.width, h.height), (media, 32, 24));
+            let p = decode(bytes, &Limits::default()).unwrap();
+            assert_eq!((p.width, p.height, p.rgb.len()), (32, 24, 32 * 24 * 3));
+            for crop in [Crop::Center, Crop::RANDOM_RESIZED] {
+                let spec = Render { height: 8, width: 12, crop, flip: 0.5, limits: Limits::default() };
+                let mut out = vec![0u8; spec.output_bytes()];
+                render(bytes, &spec, (1, 2, 3), &mut out).unwrap();
+                assert!(out.iter().any(|&v| v != 0));
+            }
+        }
+        // Truncated JPEGs are errors, not grey-filled pictures.
+        for cut in [JPEG.len() / 2, JPEG.len() - 20] {
+            assert!(
+                matches!(decode(&JPEG[..cut], &Limits::default()), Err(ImageError::Corrupt { .. })),
+                "cut {cut}"
+            );
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+        /// Damaged bytes of every format: flipped bytes and a cut end give a picture or an error,
+        /// never a panic (libjpeg-turbo's errors unwind out of C and are caught).
+        #[test]
+        fn damaged_images_never_panic(
+            which in 0usize..4,
+            flips in proptest::collection::vec((0usize..4096, 0u8..=255), 0..8),
+            keep in 0.0f64..=1.0,
+        ) {
+            let png_bytes = png(32, 24, &gradient(32, 24));
+            let source: &[u8] = [JPEG, PROGRESSIVE, WEBP, &png_bytes[..]][which];
+            let mut bytes = source.to_vec();
+            for (at, v) in flips {
+                let n = bytes.len();
+                bytes[at % n] = v;
+            }
+            bytes.truncate(((bytes.len() as f64) * keep) as usize);
+            let _ = header(&bytes);
+            let _ = decode(&bytes, &Limits { max_pixels: 1 << 20 });
+            let spec = Render { height: 8, width: 8, crop: Crop::RANDOM_RESIZED, flip: 0.5, limits: Limits { max_pixels: 1 << 20 } };
+            let mut out = vec![0u8; spec.output_bytes()];
+            let _ = render(&bytes, &spec, (0, 0, 0), &mut out);
+        }
+    }
+
     #[test]
     fn media_values() {
         assert_eq!(Media::schema_value(&[Media::Png, Media::Png]), "png");
