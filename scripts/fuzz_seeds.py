@@ -8,8 +8,14 @@ import sys
 from pathlib import Path
 
 fixtures, out = Path(sys.argv[1]), Path(sys.argv[2])
-for target in ("format", "schema", "decode", "store"):
+for target in ("format", "schema", "decode", "store", "image"):
     (out / target).mkdir(parents=True, exist_ok=True)
+
+# Encoded images for the image target (core's test pictures), behind each crop's selector byte.
+images = Path(__file__).resolve().parents[1] / "core" / "src" / "image" / "testdata"
+for picture in sorted(images.iterdir()):
+    for pick in (0, 4, 8):
+        (out / "image" / f"{picture.name}-{pick}").write_bytes(bytes([pick]) + picture.read_bytes())
 
 
 def read(p):

@@ -11,7 +11,7 @@ fi
 CORPUS=artifacts/fuzz/corpus
 python3 scripts/fuzz_seeds.py tests/fixtures/v3 "$CORPUS"
 status=0
-for target in format schema decode store checksums; do
+for target in format schema decode store checksums image; do
   mkdir -p "$CORPUS/$target" fuzz/artifacts/$target
   log=artifacts/fuzz/$target.log
   if cargo +nightly fuzz run --fuzz-dir fuzz "$target" "$CORPUS/$target" -- \

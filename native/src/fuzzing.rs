@@ -117,6 +117,22 @@ pub fn decode(data: &[u8]) {
     let _ = Decoder::new(dict.as_ref()).decode_into(codec, p[1], &mut dst);
 }
 
+/// Encoded images: the first byte picks the crop (`% 3`: centre, random resized, none), the
+/// output side (`/ 3 % 16 + 1` pixels) and the flip; the rest is the image. Reads the header,
+/// decodes under a 4-megapixel limit and renders; only errors may come back.
+pub fn image(data: &[u8]) {
+    use loaderx_core::image::{decode, header, render, Crop, Limits, Render};
+    let [pick, bytes @ ..] = data else { return };
+    let limits = Limits { max_pixels: 1 << 22 };
+    let _ = header(bytes);
+    let _ = decode(bytes, &limits);
+    let crop = [Crop::Center, Crop::RANDOM_RESIZED, Crop::None][usize::from(pick % 3)];
+    let side = u32::from(pick / 3 % 16) + 1;
+    let spec = Render { height: side, width: side + 1, crop, flip: f64::from(pick & 1), limits };
+    let mut out = vec![0u8; spec.output_bytes()];
+    let _ = render(bytes, &spec, (u64::from(*pick), 1, 2), &mut out);
+}
+
 /// The files of [`store`]'s input, in order: each but the last behind a 2-byte length.
 pub const STORE_FILES: [&str; 4] = [META_FILE, DICT_FILE, SCHEMA_FILE, "0.zr"];
 

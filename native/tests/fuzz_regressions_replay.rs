@@ -43,6 +43,7 @@ fn committed_crashers_replay_cleanly() {
         ("schema", replay("schema", fuzzing::schema)),
         ("decode", replay("decode", fuzzing::decode)),
         ("checksums", replay("checksums", fuzzing::checksums)),
+        ("image", replay("image", fuzzing::image)),
         ("store", replay("store", |data| fuzzing::store(data, &scratch.path().join("s")))),
     ];
     for (target, replayed) in counts {
