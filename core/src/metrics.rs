@@ -7,7 +7,7 @@
 //!
 //! Invariants:
 //! * Counts, totals and maxima are exact; percentiles come from a log-scale histogram of
-//!   [`PER_OCTAVE`] buckets per doubling from [`FLOOR`] seconds, so each is within 9 % of the
+//!   [`PER_OCTAVE`] buckets per doubling from [`FLOOR`] seconds, so each is within 9.05 % (2^(1/8)) of the
 //!   exact value (the upper edge of its bucket, never above the maximum).
 //! * Recording is O(1) with no allocation, except trace events, of which at most `max_events`
 //!   are kept; past that the recorder drops them and says so ([`Recorder::dropped`]).
@@ -251,7 +251,9 @@ mod tests {
                 let k = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len()) - 1;
                 let exact = values[k];
                 let got = h.quantile(q);
-                prop_assert!(got >= exact * 0.999_999 && got <= exact * 1.0905, "q {q}: {got} against {exact}");
+                // At most one bucket's ratio above: 2^(1/8) (9.05 %), reached by a value on a lower edge.
+                let ratio = 2f64.powf(1.0 / f64::from(PER_OCTAVE)) * (1.0 + 1e-12);
+                prop_assert!(got >= exact * 0.999_999 && got <= exact * ratio, "q {q}: {got} against {exact}");
             }
             prop_assert_eq!(h.count, values.len() as u64);
             prop_assert_eq!(h.max, values[values.len() - 1]);
