@@ -472,14 +472,7 @@ pub fn render(bytes: &[u8], spec: &Render, key: (u64, u64, u64), out: &mut [u8])
         if by_turbo(&h, components) && h.orientation == 1 && spec.crop != Crop::None {
             spec.limits.check(h.width, h.height)?;
             let (rect, mirror) = spec.plan(h.height, h.width, key.0, key.1, key.2);
-            let want = turbo::Want {
-                left: rect.left,
-                top: rect.top,
-                width: rect.width,
-                height: rect.height,
-                out_w: spec.width,
-                out_h: spec.height,
-            };
+            let want = turbo::Want { rect, out_w: spec.width, out_h: spec.height };
             let r = turbo::decode_region(bytes, Some(want))?;
             let part = Picture { width: r.width, height: r.height, rgb: r.rgb };
             if r.scale == 1.0 {

@@ -8,7 +8,7 @@
 //! record that does not render fails the whole call with an [`Error::Image`] naming it (the
 //! lowest such row when several fail), and never leaves a wrong picture.
 
-use loaderx_core::image::{header, render, Header, ImageError, Render};
+use loaderx_core::image::{render, ImageError, Render};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
@@ -44,21 +44,6 @@ pub fn read_images(
                 .map_err(|source| Error::Image { index: indices[k], source })
         })
     })
-}
-
-/// The headers (format, display size, orientation) of records `indices`, or why each is not an
-/// image. Reads the records whole but decodes no pixels.
-pub fn image_headers(
-    records: &dyn Records,
-    indices: &[u64],
-) -> Result<Vec<std::result::Result<Header, ImageError>>> {
-    let (offsets, buffer) = read_encoded(records, indices)?;
-    Ok(process::run(|| {
-        (0..indices.len())
-            .into_par_iter()
-            .map(|k| header(&buffer[offsets[k] as usize..offsets[k + 1] as usize]))
-            .collect()
-    }))
 }
 
 /// Decodes every pixel of records `indices` (with `limits`) and returns those that fail, with

@@ -86,38 +86,6 @@ pub(crate) fn image_header(bytes: &[u8]) -> PyResult<(&'static str, u32, u32, u8
     image::header(bytes).map(header_tuple).map_err(|e| argument(e.to_string()))
 }
 
-/// Headers of records `idxs`: per record `(media, width, height, orientation)` or the reason it
-/// is not an image (a string).
-#[pyfunction]
-pub(crate) fn image_headers<'py>(
-    py: Python<'py>,
-    handle: &Handle,
-    idxs: U64s<'py>,
-) -> PyResult<Vec<Py<PyAny>>> {
-    let idxs = idxs.as_slice()?.to_vec();
-    let got = handle.read(py, |r| loaderx_native::images::image_headers(r, &idxs))?;
-    got.into_iter()
-        .map(|h| match h {
-            Ok(h) => Ok(header_tuple(h).into_pyobject(py)?.into_any().unbind()),
-            Err(e) => Ok(e.to_string().into_pyobject(py)?.into_any().unbind()),
-        })
-        .collect()
-}
-
-/// Records of `idxs` that do not decode under a `max_pixels` limit: `[(index, why)]`.
-#[pyfunction]
-pub(crate) fn undecodable_images(
-    py: Python<'_>,
-    handle: &Handle,
-    idxs: U64s<'_>,
-    max_pixels: u64,
-) -> PyResult<Vec<(u64, String)>> {
-    let idxs = idxs.as_slice()?.to_vec();
-    let limits = Limits { max_pixels };
-    let bad = handle.read(py, |r| loaderx_native::images::undecodable(r, &idxs, &limits))?;
-    Ok(bad.into_iter().map(|(i, e)| (i, e.to_string())).collect())
-}
-
 /// The schema's `media` value for records of these formats (`"jpeg"`, … or `"mixed"`).
 #[pyfunction]
 pub(crate) fn media_value(formats: Vec<String>) -> PyResult<&'static str> {

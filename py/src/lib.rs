@@ -38,8 +38,6 @@ fn _loaderx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<metrics::Recorder>()?;
     m.add_class::<images::Images>()?;
     m.add_function(wrap_pyfunction!(images::image_header, m)?)?;
-    m.add_function(wrap_pyfunction!(images::image_headers, m)?)?;
-    m.add_function(wrap_pyfunction!(images::undecodable_images, m)?)?;
     m.add_function(wrap_pyfunction!(images::media_value, m)?)?;
     m.add_function(wrap_pyfunction!(images::random_resized_params, m)?)?;
     m.add("MAX_PIXELS", loaderx_core::image::DEFAULT_MAX_PIXELS)?;

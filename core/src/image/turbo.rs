@@ -20,7 +20,7 @@ use std::panic::{self, AssertUnwindSafe};
 
 use mozjpeg_sys as ffi;
 
-use super::{corrupt, ImageError, Media};
+use super::{corrupt, ImageError, Media, Rect};
 
 /// `JWRN_HIT_MARKER`, `JWRN_JPEG_EOF` and `JWRN_MUST_RESYNC` in jerror.h's message list: the
 /// warnings that mean the entropy-coded data is cut short or damaged.
@@ -93,14 +93,11 @@ pub(super) struct Region {
     pub(super) rgb: Vec<u8>,
 }
 
-/// What of the stored picture is wanted: the box `left, top, width, height` (stored pixels),
-/// shown at `out_w` × `out_h`, plus `margin` output... see [`decode_region`].
+/// What of the stored picture is wanted: the crop `rect` (stored pixels), to be shown at
+/// `out_w` × `out_h`.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Want {
-    pub(super) left: u32,
-    pub(super) top: u32,
-    pub(super) width: u32,
-    pub(super) height: u32,
+    pub(super) rect: Rect,
     pub(super) out_w: u32,
     pub(super) out_h: u32,
 }
@@ -159,7 +156,7 @@ fn decode_unwinding(bytes: &[u8], want: Option<Want>) -> Result<Region, ImageErr
         return Err(corrupt(Media::Jpeg, "CMYK or YCCK (decoded elsewhere)"));
     }
     c.out_color_space = ffi::J_COLOR_SPACE::JCS_RGB;
-    let n = want.map_or(8, |w| numerator(w.width, w.height, w.out_w, w.out_h));
+    let n = want.map_or(8, |w| numerator(w.rect.width, w.rect.height, w.out_w, w.out_h));
     c.scale_num = n;
     c.scale_denom = 8;
     // SAFETY: after jpeg_read_header, as the API requires.
@@ -171,8 +168,8 @@ fn decode_unwinding(bytes: &[u8], want: Option<Want>) -> Result<Region, ImageErr
     let (x0, x1, y0, y1) = match want {
         None => (0, full_w, 0, full_h),
         Some(w) => {
-            let (l, t) = (f64::from(w.left) * scale, f64::from(w.top) * scale);
-            let (bw, bh) = (f64::from(w.width) * scale, f64::from(w.height) * scale);
+            let (l, t) = (f64::from(w.rect.left) * scale, f64::from(w.rect.top) * scale);
+            let (bw, bh) = (f64::from(w.rect.width) * scale, f64::from(w.rect.height) * scale);
             let mx = (bw / f64::from(w.out_w)).max(1.0).ceil() + 2.0;
             let my = (bh / f64::from(w.out_h)).max(1.0).ceil() + 2.0;
             let clamp = |v: f64, hi: u32| v.clamp(0.0, f64::from(hi)) as u32;

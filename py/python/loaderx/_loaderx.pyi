@@ -6,7 +6,7 @@ from typing import Any, Self, final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Handle", "Conversion", "Images", "image_header", "image_headers", "undecodable_images", "media_value", "random_resized_params", "MAX_PIXELS", "Mixer", "Packer", "Recorder", "Sampler", "Schema", "cli", "commit", "is_url", "manifest_file", "is_store_file", "redact_url", "check_writable", "process_id", "thread_meter", "meter_since", "CODECS", "ERROR_CODES", "FORMAT", "SCHEMA_FILE", "META_FILE", "MANIFEST_FILE", "MAX_RECORD_LEN", "MAX_RECORDS", "__version__"]
+__all__ = ["Handle", "Conversion", "Images", "image_header", "media_value", "random_resized_params", "MAX_PIXELS", "Mixer", "Packer", "Recorder", "Sampler", "Schema", "cli", "commit", "is_url", "manifest_file", "is_store_file", "redact_url", "check_writable", "process_id", "thread_meter", "meter_since", "CODECS", "ERROR_CODES", "FORMAT", "SCHEMA_FILE", "META_FILE", "MANIFEST_FILE", "MAX_RECORD_LEN", "MAX_RECORDS", "__version__"]
 
 CODECS: dict[str, int]
 ERROR_CODES: dict[str, int]
@@ -119,8 +119,6 @@ class Images:
     def size(self) -> tuple[int, int]: ...
 
 def image_header(bytes: bytes) -> tuple[str, int, int, int]: ...
-def image_headers(handle: Handle, idxs: npt.NDArray[np.uint64]) -> list[tuple[str, int, int, int] | str]: ...
-def undecodable_images(handle: Handle, idxs: npt.NDArray[np.uint64], max_pixels: int) -> list[tuple[int, str]]: ...
 def media_value(formats: list[str]) -> str: ...
 def random_resized_params(
     height: int,
