@@ -119,18 +119,20 @@ pub fn decode(data: &[u8]) {
 
 /// Encoded images: the first byte picks the crop (`% 3`: centre, random resized, none), the
 /// output side (`/ 3 % 16 + 1` pixels) and the flip; the rest is the image. Reads the header,
-/// decodes under a 4-megapixel limit and renders; only errors may come back.
+/// decodes under a 4-megapixel limit and renders with both resizes; only errors may come back.
 pub fn image(data: &[u8]) {
-    use loaderx_core::image::{decode, header, render, Crop, Limits, Render};
+    use loaderx_core::image::{decode, header, render, Crop, Limits, Render, Resize};
     let [pick, bytes @ ..] = data else { return };
     let limits = Limits { max_pixels: 1 << 22 };
     let _ = header(bytes);
     let _ = decode(bytes, &limits);
     let crop = [Crop::Center, Crop::RANDOM_RESIZED, Crop::None][usize::from(pick % 3)];
     let side = u32::from(pick / 3 % 16) + 1;
-    let spec = Render { height: side, width: side + 1, crop, flip: f64::from(pick & 1), limits };
-    let mut out = vec![0u8; spec.output_bytes()];
-    let _ = render(bytes, &spec, (u64::from(*pick), 1, 2), &mut out);
+    for resize in [Resize::Fast, Resize::Exact] {
+        let spec = Render { height: side, width: side + 1, crop, resize, flip: f64::from(pick & 1), limits };
+        let mut out = vec![0u8; spec.output_bytes()];
+        let _ = render(bytes, &spec, (u64::from(*pick), 1, 2), &mut out);
+    }
 }
 
 /// The files of [`store`]'s input, in order: each but the last behind a 2-byte length.

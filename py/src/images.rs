@@ -2,14 +2,14 @@
 //! (`loaderx_native::images`, core's `image` module), and the header reads the converter and the
 //! tool use. The binding converts and maps errors; the rules are core's.
 
-use loaderx_core::image::{self, Crop, Header, ImageError, Limits, Render};
+use loaderx_core::image::{self, Crop, Header, ImageError, Limits, Render, Resize};
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::prelude::*;
 
 use crate::error::argument;
 use crate::handle::{Handle, U64s};
 
-/// A render spec: output size, crop, flip probability and pixel limit.
+/// A render spec: output size, crop, resize, flip probability and pixel limit.
 #[pyclass(frozen, module = "loaderx._loaderx")]
 pub(crate) struct Images {
     spec: Render,
@@ -22,7 +22,8 @@ fn spec_error(e: ImageError) -> PyErr {
 #[pymethods]
 impl Images {
     #[new]
-    #[pyo3(signature = (height, width, crop, scale, ratio, flip, max_pixels))]
+    #[pyo3(signature = (height, width, crop, scale, ratio, flip, max_pixels, resize="fast"))]
+    #[allow(clippy::too_many_arguments)] // one per ImageDataset argument
     fn new(
         height: u32,
         width: u32,
@@ -31,6 +32,7 @@ impl Images {
         ratio: (f64, f64),
         flip: f64,
         max_pixels: u64,
+        resize: &str,
     ) -> PyResult<Self> {
         let crop = match crop {
             "center" => Crop::Center,
@@ -42,7 +44,12 @@ impl Images {
                 )))
             }
         };
-        let spec = Render { height, width, crop, flip, limits: Limits { max_pixels } };
+        let resize = match resize {
+            "fast" => Resize::Fast,
+            "exact" => Resize::Exact,
+            other => return Err(argument(format!("resize must be 'fast' or 'exact', got {other:?}"))),
+        };
+        let spec = Render { height, width, crop, resize, flip, limits: Limits { max_pixels } };
         spec.validate().map_err(spec_error)?;
         Ok(Images { spec })
     }

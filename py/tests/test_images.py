@@ -20,6 +20,7 @@ from loaderx.errors import BadArgumentError, ImageDecodeError
 
 Image = pytest.importorskip("PIL.Image")
 ImageOps = pytest.importorskip("PIL.ImageOps")
+features = pytest.importorskip("PIL.features")
 
 
 def _image_set():
@@ -118,6 +119,53 @@ def test_center_crops_are_close_to_pillow_for_every_format(tmp_path, odd, size):
             # holds the photographs to the tighter bound).
             diff = np.abs(got[k].astype(int) - want.astype(int))
             assert diff.max() <= 4 and diff.mean() < 0.5, f"{name}: max {diff.max()}, mean {diff.mean():.3f}"
+
+
+def _noise_png(width, height, mode):
+    """Random pixels (the hardest case for rounding), as a PNG of `mode`."""
+    rng = np.random.default_rng(width * height)
+    bands = {"RGB": 3, "RGBA": 4, "L": 1}[mode]
+    pixels = rng.integers(0, 256, (height, width, bands), dtype=np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(pixels[:, :, 0] if bands == 1 else pixels, mode).save(buf, "PNG")
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("size", [(64, 64), (48, 80), (100, 70), (224, 224), (400, 300)])
+def test_exact_resize_gives_pillows_crops_of_lossless_images_bit_for_bit(tmp_path, odd, size):
+    """resize="exact": Pillow's crop(box).resize(size, BILINEAR), shrinking and enlarging."""
+    lossless = {name: data for name, data in odd.items() if _lossless(name)}
+    for w, h, mode in [(333, 250, "RGB"), (250, 333, "RGBA"), (97, 61, "L"), (560, 420, "RGB")]:
+        lossless[f"noise-{w}x{h}-{mode}.png"] = _noise_png(w, h, mode)
+    names = sorted(lossless)
+    path = _store_of(tmp_path, "lossless", [lossless[n] for n in names])
+    got = ImageDataset(path, size, crop="center", resize="exact")[np.arange(len(names))]
+    for k, name in enumerate(names):
+        pic = _expected(name, lossless[name])
+        want = _crop_resized(pic, _centre_box(pic.height, pic.width, *size), size)
+        diff = np.abs(got[k].astype(int) - want.astype(int))
+        assert diff.max() == 0, f"{name}: {(diff > 0).sum()} values differ, by up to {diff.max()}"
+
+
+def test_exact_resize_of_jpegs_equals_pillow_where_both_decode_with_libjpeg_turbo(jpeg_store):
+    """Natively JPEGs decode with libjpeg-turbo (as Pillow's do), so resize="exact" gives
+    Pillow's centre crops bit for bit; "fast" differs from them by rounding only."""
+    path, items = jpeg_store
+    idx = np.arange(len(items))
+    fast = ImageDataset(path, 224, crop="center")[idx]
+    exact = ImageDataset(path, 224, crop="center", resize="exact")[idx]
+    want = []
+    for data in items:
+        pic = _pillow(data)
+        want.append(_crop_resized(pic, _centre_box(pic.height, pic.width, 224, 224), (224, 224)))
+    want = np.stack(want)
+    off = np.abs(fast.astype(int) - want.astype(int))
+    assert 0 < off.mean() < 0.5 and off.max() <= 2, f"fast: max {off.max()}, mean {off.mean():.3f}"
+    if features.version("libjpeg_turbo") is None:
+        _assert_jpeg_close(exact, want, "exact 224x224 centre crops (Pillow without libjpeg-turbo)")
+    else:
+        diff = np.abs(exact.astype(int) - want.astype(int))
+        assert diff.max() == 0, f"{(diff > 0).sum()} values differ, by up to {diff.max()}"
 
 
 def test_whole_pictures_decode_as_pillow_does(tmp_path, odd):
@@ -277,6 +325,7 @@ def test_dataset_checks_its_arguments(jpeg_store, tmp_path):
         ({"size": 0}, "size"),
         ({"size": (3, 4, 5)}, "size"),
         ({"size": 8, "crop": "zoom"}, "crop"),
+        ({"size": 8, "resize": "lanczos"}, "resize"),
         ({"size": 8, "flip": 2.0}, "flip"),
         ({"size": 8, "dtype": np.int16}, "dtype"),
         ({"size": 8, "crop": "random_resized", "scale": (0.5, 0.1)}, "scale"),

@@ -100,6 +100,8 @@ pub(super) struct Want {
     pub(super) rect: Rect,
     pub(super) out_w: u32,
     pub(super) out_h: u32,
+    /// Whether a reduced DCT scale may be used (else the region is decoded at full scale).
+    pub(super) reduce: bool,
 }
 
 /// How much larger than the output the box stays after DCT scaling, at least: the resize that
@@ -156,7 +158,7 @@ fn decode_unwinding(bytes: &[u8], want: Option<Want>) -> Result<Region, ImageErr
         return Err(corrupt(Media::Jpeg, "CMYK or YCCK (decoded elsewhere)"));
     }
     c.out_color_space = ffi::J_COLOR_SPACE::JCS_RGB;
-    let n = want.map_or(8, |w| numerator(w.rect.width, w.rect.height, w.out_w, w.out_h));
+    let n = want.filter(|w| w.reduce).map_or(8, |w| numerator(w.rect.width, w.rect.height, w.out_w, w.out_h));
     c.scale_num = n;
     c.scale_denom = 8;
     // SAFETY: after jpeg_read_header, as the API requires.

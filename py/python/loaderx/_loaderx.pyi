@@ -113,6 +113,7 @@ class Images:
         ratio: tuple[float, float],
         flip: float,
         max_pixels: int,
+        resize: str = "fast",
     ) -> Self: ...
     def read(self, handle: Handle, idxs: npt.NDArray[np.uint64], seed: int, step: int) -> npt.NDArray[np.uint8]: ...
     @property

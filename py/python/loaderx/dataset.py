@@ -299,6 +299,7 @@ class RaggedDataset(_Base):
 
 #: The crops :class:`ImageDataset` makes.
 CROPS = ("center", "random_resized", "none")
+RESIZES = ("fast", "exact")
 
 
 class ImageDataset(_Base):
@@ -306,7 +307,8 @@ class ImageDataset(_Base):
     as a dense stream of pictures: ``ds[idxs]`` is a ``(len(idxs), H, W, 3)`` array.
 
     Each record is decoded, cropped, resized (bilinear with antialiasing, as Pillow and
-    torchvision's v2 ``Resize`` do) and mirrored on the engine's threads with the GIL released.
+    torchvision's v2 ``Resize`` do; only the crop is filtered, as in ``crop(box).resize(size)``)
+    and mirrored on the engine's threads with the GIL released.
     Grey and CMYK images become RGB, alpha is dropped and the EXIF orientation is applied.
 
     Args:
@@ -321,6 +323,11 @@ class ImageDataset(_Base):
         dtype: ``np.uint8`` (the default) or ``np.float32`` (values scaled to ``[0, 1]``, as
             torchvision's ``ToDtype(torch.float32, scale=True)``).
         scale, ratio: ``RandomResizedCrop``'s area share and aspect-ratio range.
+        resize: ``"fast"`` (the default): SIMD fixed-point arithmetic within 2 of Pillow's, and
+            JPEGs decoded at a reduced DCT scale where the crop stays at least twice the output;
+            ``"exact"``: Pillow's own arithmetic at full decode scale, so a lossless image (PNG,
+            lossless WebP) gives exactly Pillow's ``crop(box).resize(size, BILINEAR)``, at about
+            half the resize speed.
         seed: Keys the random crops and mirrors. ``None`` (the default) takes the DataLoader's
             seed; read directly (``ds[idxs]``), it is 0.
         max_pixels: The largest image (width x height) decoded; a larger one is an
@@ -349,8 +356,9 @@ class ImageDataset(_Base):
         storage_options: dict[str, str] | None = None,
         cache: Cache | None = None,
         verify: str = "fetched",
+        resize: str = "fast",
     ) -> None:
-        self._options = _image_options(size, crop, flip, dtype, scale, ratio, seed, max_pixels)
+        self._options = _image_options(size, crop, flip, dtype, scale, ratio, seed, max_pixels, resize)
         super().__init__(path, storage_options, cache, verify)
 
     def _setup(self, store: Zrecord | _Records | _Joined, schema: _loaderx.Schema) -> None:
@@ -364,7 +372,9 @@ class ImageDataset(_Base):
             )
         o = self._options
         height, width = o["size"]
-        self._images = _loaderx.Images(height, width, o["crop"], o["scale"], o["ratio"], o["flip"], o["max_pixels"])
+        self._images = _loaderx.Images(
+            height, width, o["crop"], o["scale"], o["ratio"], o["flip"], o["max_pixels"], o["resize"]
+        )
         self.media = self.schema.get("media")
         self.dtype = np.dtype(o["dtype"])
         self.item_shape = (*o["size"], 3)
@@ -426,6 +436,7 @@ def _image_options(
     ratio: tuple[float, float],
     seed: int | None,
     max_pixels: int,
+    resize: str = "fast",
 ) -> dict[str, Any]:
     """ImageDataset's arguments, checked (the engine checks the numbers again)."""
     hw = (size, size) if isinstance(size, (int, np.integer)) else tuple(size)
@@ -433,6 +444,8 @@ def _image_options(
         raise ValueError(f"size must be a positive int or (height, width), got {size!r}")
     if crop not in CROPS:
         raise ValueError(f"crop must be one of {CROPS}, got {crop!r}")
+    if resize not in RESIZES:
+        raise ValueError(f"resize must be one of {RESIZES}, got {resize!r}")
     p = 0.5 if flip is True else 0.0 if flip is False else float(flip)
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"flip must be True, False or a probability in [0, 1], got {flip!r}")
@@ -450,6 +463,7 @@ def _image_options(
         "ratio": (float(ratio[0]), float(ratio[1])),
         "seed": seed,
         "max_pixels": int(max_pixels),
+        "resize": resize,
     }
 
 

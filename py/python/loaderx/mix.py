@@ -190,6 +190,6 @@ def _joined(parts: Sequence[Any]) -> Any:
     if isinstance(first, ImageDataset) and any(p._options != first._options for p in parts):
         raise ValueError(
             "DataLoader.mix: a stream's ImageDataset sources must make the same pictures (size, crop, flip, "
-            "dtype, scale, ratio, seed, max_pixels); give them the same arguments"
+            "dtype, scale, ratio, seed, max_pixels, resize); give them the same arguments"
         )
     return type(first)._join(parts)
