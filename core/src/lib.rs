@@ -22,6 +22,7 @@ pub mod names;
 pub mod open;
 pub mod pack;
 pub mod plan;
+pub mod profile;
 pub mod read;
 pub mod sampler;
 pub mod schema;

@@ -91,6 +91,28 @@ export function verifyOptions(options) {
   return { onProgress, batchSize };
 }
 
+/**
+ * `profile` options checked: `{bins, batchSize, onProgress, signal}`.
+ * @param {unknown} options
+ * @returns {{bins: number, batchSize: number, onProgress: ((done: number, total: number, pass: number) => void) | null, signal: AbortSignal | null}}
+ */
+export function profileOptions(options) {
+  if (options != null && typeof options !== 'object') {
+    throw loaderxError('LOADERX_ARGUMENT', `profile options must be an object, got ${describe(options)}`);
+  }
+  const { bins = 20, batchSize = 4096, onProgress = null, signal = null } = /** @type {any} */ (options ?? {});
+  positive(bins, 'profile bins');
+  if (bins > 4096) throw loaderxError('LOADERX_ARGUMENT', `profile bins must be at most 4096, got ${bins}`);
+  positive(batchSize, 'profile batchSize');
+  if (onProgress != null && typeof onProgress !== 'function') {
+    throw loaderxError('LOADERX_ARGUMENT', `profile onProgress must be a function, got ${describe(onProgress)}`);
+  }
+  if (signal != null && typeof signal.throwIfAborted !== 'function') {
+    throw loaderxError('LOADERX_ARGUMENT', `profile signal must be an AbortSignal, got ${describe(signal)}`);
+  }
+  return { bins, batchSize, onProgress, signal };
+}
+
 const READS = { values: 'gather', bytes: 'gatherBytes', lengths: 'lengths' };
 
 /**

@@ -96,6 +96,58 @@ export interface Stats {
   hasDict: boolean;
 }
 
+export interface ProfileOptions {
+  /** Histogram bins (default 20, at most 4096). */
+  bins?: number;
+  /** Records per batch (default 4096; fewer when records are big). */
+  batchSize?: number;
+  /** After each batch: records done, of `total`, in pass 1 (all statistics) or 2 (histograms). */
+  onProgress?: ((done: number, total: number, pass: number) => void) | null;
+  signal?: AbortSignal | null;
+}
+
+/** NumPy's `np.histogram(values_as_float64, bins, range=(min, max))`: `bins + 1` edges, each bin
+ *  `[lo, hi)` but the last `[lo, hi]`. */
+export interface Histogram { edges: number[]; counts: number[] }
+
+/** One channel (the last axis when a record has two or more axes and it has at most 8 entries). */
+export interface ProfileChannel {
+  /** Finite values. */
+  count: number;
+  nan: number;
+  posInf: number;
+  negInf: number;
+  /** Over the finite values (null without any); std is the population deviation (ddof=0). */
+  min: number | null;
+  max: number | null;
+  mean: number | null;
+  std: number | null;
+  histogram: Histogram | null;
+}
+
+export interface CodecBytes { codec: string; records: number; storedBytes: number; decodedBytes: number }
+
+/** Record indices: the exact count and the first 1000. */
+export interface Listed { count: number; indices: number[] }
+
+export interface Profile {
+  records: number;
+  /** Empty when the records are not numbers (bytes, text, encoded images). */
+  channels: ProfileChannel[];
+  /** `[value, count]` ascending, for integer or bool scalar streams with at most 1024 values. */
+  valueCounts: [number, number][] | null;
+  /** A scalar integer stream with more than 1024 distinct values (no counts kept). */
+  distinctOver: boolean;
+  /** Ragged streams: record lengths in rows. */
+  lengths: { min: number; max: number; mean: number; histogram: Histogram } | null;
+  nanRecords: Listed;
+  /** Groups of records with equal decoded bytes (by a 128-bit content hash). */
+  duplicates: { groups: number; extraRecords: number; listed: number[][] };
+  /** Records whose bytes are not a whole number of rows (left out of value statistics). */
+  misfit: Listed;
+  codecs: CodecBytes[];
+}
+
 export interface VerifyReport {
   ok: boolean;
   checked: number;
@@ -199,6 +251,11 @@ export interface StoreApi {
   /** Options that are not an object, or hold a bad `onProgress` / `batchSize`, are LOADERX_ARGUMENT. */
   verify(options?: VerifyOptions | null): Promise<VerifyReport>;
   stats(): Promise<Stats>;
+  /** Whole-store statistics: every record read once, numeric stores twice (value histograms).
+   *  Bad options are LOADERX_ARGUMENT; an aborted `signal` rejects with the signal's reason. */
+  profile(options?: ProfileOptions | null): Promise<Profile>;
+  /** Records, stored and decoded bytes per codec, from the table (no record is read). */
+  codecBytes(): Promise<CodecBytes[]>;
   /** The content digest (`sha256:…`) from the schema, dictionary, table and checksums, or null
    *  unless checksums cover every record. */
   digest(): Promise<string | null>;

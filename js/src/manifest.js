@@ -14,6 +14,7 @@
 //   its place in the request: the result is what one store holding the same records in the same
 //   order gives.
 import { loaderxError, isLoaderxError, wasmCall, ioError, argumentError } from './errors.js';
+import { profileOf, mergeCodecBytes } from './profile.js';
 import { toIndexArray, verifyOptions } from './args.js';
 import { batches } from './batches.js';
 import { redactUrl } from './redact.js';
@@ -100,7 +101,7 @@ async function openManifest(place, open, wasm) {
       const schema = s.schema;
       wasmCall(() => manifest.checkStore(k, s.length, schema?.kind ?? undefined, schema?.dtype ?? undefined, schema ? Float64Array.from(schema.itemShape) : undefined));
     });
-    return new ManifestStore(KEY, place.label, manifest, stores, (digests) => wasmCall(() => wasm.combinedDigest(digests)));
+    return new ManifestStore(KEY, place.label, manifest, stores, (digests) => wasmCall(() => wasm.combinedDigest(digests)), wasm);
   } catch (e) {
     await Promise.allSettled(stores.filter(Boolean).map((s) => s.close()));
     manifest.free();
@@ -126,11 +127,13 @@ export class ManifestStore {
   #stores;
   #offsets;
   #combine;
+  #wasm;
   #closed = false;
 
   /** Use `Store.open`. */
-  constructor(key, label, manifest, stores, combine) {
+  constructor(key, label, manifest, stores, combine, wasm) {
     if (key !== KEY) throw loaderxError('LOADERX_ARGUMENT', 'use Store.open to open a manifest');
+    this.#wasm = wasm;
     this.#label = label;
     this.#manifest = manifest;
     this.#stores = stores;
@@ -307,6 +310,18 @@ export class ManifestStore {
       apparentBytes: sum('apparentBytes'),
       hasDict: all.some((s) => s.hasDict),
     };
+  }
+
+  /** Whole-store statistics over the stores' records in order (see profile.js). */
+  async profile(options) {
+    this.#check();
+    return profileOf(this.#wasm, this, options);
+  }
+
+  /** Records, stored and decoded bytes per codec, summed over the stores. */
+  async codecBytes() {
+    this.#check();
+    return mergeCodecBytes(await Promise.all(this.#stores.map((s) => s.codecBytes())));
   }
 
   /** `Manifest(<where>, <k> stores, <n> records)`. */

@@ -404,6 +404,16 @@ export function nodeApi(wasm) {
       return this.#inner.stats();
     }
 
+    /** Whole-store statistics (see profile.js), read on this thread. */
+    profile(options) {
+      return this.#inner.profile(options);
+    }
+
+    /** Records, stored and decoded bytes per codec (see store.js). */
+    codecBytes() {
+      return this.#inner.codecBytes();
+    }
+
     /** `Store(<where it was opened from, URL secrets redacted>, <n> records)`. */
     toString() {
       return this.#inner.toString();

@@ -12,6 +12,7 @@
 import { loaderxError, ioError, argumentError, isLoaderxError, wasmCall, describe, labelOf } from './errors.js';
 import { asBytes } from './bytes.js';
 import { toIndexArray, verifyOptions, u64 } from './args.js';
+import { profileOf, mergeCodecBytes } from './profile.js';
 import { batches } from './batches.js';
 import { redactUrl } from './redact.js';
 
@@ -735,6 +736,24 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
           apparentBytes,
           hasDict: reader.hasDict,
         };
+      });
+    }
+
+    /** Whole-store statistics (see profile.js and common.d.ts `Profile`). */
+    async profile(options) {
+      return profileOf(wasm, this, options);
+    }
+
+    /** Records, stored and decoded bytes per codec, from the table (no record is read). */
+    async codecBytes() {
+      return this.#guard('codecBytes', async () => {
+        const reader = this.#reader;
+        const parts = [];
+        for (let start = 0; start < reader.length; start += STATS_SPAN) {
+          const end = Math.min(reader.length, start + STATS_SPAN);
+          parts.push(JSON.parse(await this.#withTable(() => reader.tableRangesSpan(start, end), () => reader.codecSums(start, end))));
+        }
+        return mergeCodecBytes(parts);
       });
     }
 

@@ -4,7 +4,7 @@
 // when its last store closes. Results come back as transferred buffers. Arguments are checked
 // here as Store checks them (the same functions), so both give the same errors.
 import { loaderxError, ioError, argumentError, labelOf } from './errors.js';
-import { toIndexArray, verifyOptions } from './args.js';
+import { toIndexArray, verifyOptions, profileOptions } from './args.js';
 import { batches } from './batches.js';
 import { freshBytes } from './store.js';
 
@@ -89,7 +89,7 @@ class Host {
           p.onProgress?.(...data.progress);
         } catch (e) {
           this.pending.delete(data.id);
-          p.reject(ioError(e, 'verify'));
+          p.reject(ioError(e, p.op));
         }
         return;
       }
@@ -108,11 +108,23 @@ class Host {
     this.pending.clear();
   }
 
-  call(op, args, onProgress) {
+  /**
+   * @param {string} op
+   * @param {unknown[]} args
+   * @param {Function | null | undefined} [onProgress]
+   * @param {AbortSignal | null} [signal]
+   */
+  call(op, args, onProgress, signal = null) {
     const id = this.nextId++;
     const gathers = op === 'gather' || op === 'gatherBytes';
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, onProgress, gathers });
+      this.pending.set(id, { resolve, reject, onProgress, gathers, op });
+      // An abort rejects at once with the signal's reason and tells the worker to stop.
+      signal?.addEventListener('abort', () => {
+        if (!this.pending.delete(id)) return;
+        reject(signal.reason);
+        this.worker.postMessage({ id: this.nextId++, op: 'abort', args: [id] });
+      }, { once: true });
       try {
         const spare = gathers ? this.spare : null;
         this.spare = null;
@@ -188,9 +200,15 @@ export class WorkerStore {
     }
   }
 
-  /** Calls `op` in the worker with `args()` (built once the store is known to be open: a bad
-   *  argument to a closed store is LOADERX_CLOSED, as with Store). */
-  #call(op, args, onProgress) {
+  /**
+   * Calls `op` in the worker with `args()` (built once the store is known to be open: a bad
+   * argument to a closed store is LOADERX_CLOSED, as with Store).
+   * @param {string} op
+   * @param {() => unknown[]} args
+   * @param {Function | null} [onProgress]
+   * @param {AbortSignal | null} [signal]
+   */
+  #call(op, args, onProgress, signal = null) {
     if (this.#closed) return Promise.reject(loaderxError('LOADERX_CLOSED', 'the store is closed'));
     let payload;
     try {
@@ -198,7 +216,7 @@ export class WorkerStore {
     } catch (e) {
       return Promise.reject(ioError(e, op));
     }
-    return this.#host.call(op, payload, onProgress);
+    return this.#host.call(op, payload, onProgress, signal);
   }
 
   #indices(indices) {
@@ -221,6 +239,7 @@ export class WorkerStore {
   gatherBytes(indices) { return this.#call('gatherBytes', () => [this.#indices(indices)]); }
   lengths(indices) { return this.#call('lengths', () => [this.#indices(indices)]); }
   stats() { return this.#call('stats', () => []); }
+  codecBytes() { return this.#call('codecBytes', () => []); }
   digest() { return this.#call('digest', () => []); }
   checksums() { return this.#call('checksums', () => []); }
   get verifyMode() { this.#check(); return this.#meta.verifyMode; }
@@ -243,6 +262,18 @@ export class WorkerStore {
       return Promise.reject(e);
     }
     return this.#call('verify', () => [opts.batchSize], opts.onProgress);
+  }
+
+  /** Whole-store statistics, computed in the worker (see Store.profile). */
+  profile(options) {
+    let opts;
+    try {
+      opts = profileOptions(options);
+      opts.signal?.throwIfAborted();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.#call('profile', () => [opts.bins, opts.batchSize], opts.onProgress, opts.signal);
   }
 
   async close() {

@@ -8,6 +8,8 @@ import { fromDescriptor } from './sources/index.js';
 let api = null;
 let threaded = false;
 const stores = new Map();
+/** Calls that can be aborted (profiles), by call id. */
+const aborts = new Map();
 let nextStore = 1;
 
 async function load(threads) {
@@ -78,12 +80,30 @@ const ops = {
     const r = await store(id).lengths(indices);
     return [r, [r.buffer]];
   },
+  async codecBytes([id]) {
+    return [await store(id).codecBytes(), []];
+  },
   async stats([id]) {
     return [await store(id).stats(), []];
   },
   async verify([id, batchSize], call) {
     const onProgress = (d, t) => postMessage({ id: call, progress: [d, t] });
     return [await store(id).verify({ onProgress, ...(batchSize === undefined ? {} : { batchSize }) }), []];
+  },
+  async profile([id, bins, batchSize], call) {
+    const controller = new AbortController();
+    aborts.set(call, controller);
+    try {
+      const onProgress = (d, t, pass) => postMessage({ id: call, progress: [d, t, pass] });
+      return [await store(id).profile({ bins, batchSize, onProgress, signal: controller.signal }), []];
+    } finally {
+      aborts.delete(call);
+    }
+  },
+  // Stops the call `call` (a profile) at its next batch; it then fails with the abort.
+  async abort([call]) {
+    aborts.get(call)?.abort();
+    return [null, []];
   },
   async close([id]) {
     const s = stores.get(id);

@@ -25,6 +25,7 @@ mod image;
 mod job;
 mod manifest;
 mod pack;
+mod profile;
 mod reader;
 mod sampler;
 

@@ -518,32 +518,10 @@ fn out_len(slots: &[Slot]) -> usize {
     slots.iter().map(|s| s.out).sum::<u64>() as usize
 }
 
-#[wasm_bindgen]
 impl Reader {
-    /// `[stored, decoded]` byte sums of the entries of records `start..end`, whose table pages
-    /// must be cached (`tableRangesSpan(start, end)`).
-    #[wasm_bindgen(js_name = entrySums)]
-    pub fn entry_sums(&self, start: f64, end: f64) -> Result<Vec<f64>, JsValue> {
-        let len = u64::from(self.header.length);
-        let (start, end) = (size(start, "start")?.min(len), size(end, "end")?.min(len));
-        let (mut live, mut logical) = (0u64, 0u64);
-        for i in start..end {
-            let loc = self
-                .table
-                .entry(i)
-                .ok_or_else(|| argument("table entries not loaded (call tableRangesSpan first)"))?;
-            live += u64::from(loc.phys_length);
-            logical += u64::from(loc.logic_length);
-        }
-        Ok(vec![live as f64, logical as f64])
-    }
-
-    /// After the table pages of records `start..end` are cached (`tableRangesSpan`): where the
-    /// run of blank (never written) entries that ends the table starts, if this window holds a
-    /// written entry, else -1 (the scan goes on before `start`). Core's scan
-    /// (`loaderx_core::verify`), which `blankScanWindow` steps through.
-    #[wasm_bindgen(js_name = writtenEnd)]
-    pub fn written_end(&self, start: f64, end: f64) -> Result<f64, JsValue> {
+    /// The table entries of records `start..end` (clamped to the store), whose table pages must
+    /// be cached (`tableRangesSpan(start, end)`), and `start` as clamped.
+    pub(crate) fn entries_in(&self, start: f64, end: f64) -> Result<(u64, Vec<RecordLoc>), JsValue> {
         let len = u64::from(self.header.length);
         let (start, end) = (size(start, "start")?.min(len), size(end, "end")?.min(len));
         let entries = (start..end)
@@ -553,6 +531,29 @@ impl Reader {
                     .ok_or_else(|| argument("table entries not loaded (call tableRangesSpan first)"))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        Ok((start, entries))
+    }
+}
+
+#[wasm_bindgen]
+impl Reader {
+    /// `[stored, decoded]` byte sums of the entries of records `start..end`, whose table pages
+    /// must be cached (`tableRangesSpan(start, end)`).
+    #[wasm_bindgen(js_name = entrySums)]
+    pub fn entry_sums(&self, start: f64, end: f64) -> Result<Vec<f64>, JsValue> {
+        let (_, entries) = self.entries_in(start, end)?;
+        let live: u64 = entries.iter().map(|e| u64::from(e.phys_length)).sum();
+        let logical: u64 = entries.iter().map(|e| u64::from(e.logic_length)).sum();
+        Ok(vec![live as f64, logical as f64])
+    }
+
+    /// After the table pages of records `start..end` are cached (`tableRangesSpan`): where the
+    /// run of blank (never written) entries that ends the table starts, if this window holds a
+    /// written entry, else -1 (the scan goes on before `start`). Core's scan
+    /// (`loaderx_core::verify`), which `blankScanWindow` steps through.
+    #[wasm_bindgen(js_name = writtenEnd)]
+    pub fn written_end(&self, start: f64, end: f64) -> Result<f64, JsValue> {
+        let (start, entries) = self.entries_in(start, end)?;
         Ok(loaderx_core::verify::written_end(start, &entries).map_or(-1.0, |e| e as f64))
     }
 
