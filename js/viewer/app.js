@@ -7,6 +7,7 @@ import { $, el, fmtInt } from './util.js';
 import { Interp } from './render.js';
 import { canPickDirectory, describeError, hasSecrets, openStore, pickDirectory, shownUrl, sourceFromDrop } from './open.js';
 import { Overview } from './overview.js';
+import { Statistics } from './statistics.js';
 import { Grid } from './grid.js';
 import { Detail } from './detail.js';
 import { StreamsBar, openStream } from './streams.js';
@@ -105,6 +106,12 @@ const overview = new Overview($('#overview'), $('#lengths'), {
   onError: showError,
   onOpenRecord: (i) => openDetail(i),
 });
+const statistics = new Statistics($('#statistics'), {
+  onError: showError,
+  onOpenRecord: (i) => openDetail(i),
+});
+// Tests read the shown profile.
+Object.assign(globalThis, { loaderxStatistics: statistics });
 const grid = new Grid($('#grid'), {
   onOpen: (i) => openDetail(i),
   onRendered: (info) => rendered(info),
@@ -199,6 +206,7 @@ async function openMain(what, restore = {}) {
   $('#store-source').textContent = entry.shown ? `over HTTP: ${entry.shown}` : 'local files';
   document.title = `${entry.label} · loaderx viewer`;
   overview.show(state.main);
+  statistics.show(state.main);
   setStatus(entry.store.threaded ? 'threaded worker' : 'worker');
   status.title = entry.store.threaded ? 'decoding on a wasm thread pool in a Web Worker' : 'decoding in a Web Worker';
   for (const url of restore.streams ?? []) {

@@ -15,6 +15,8 @@
 //   streams    a second store of the same length (labels) beside the first; a different length is
 //              refused with a readable message
 //   ragged     per-record lengths on the tiles and the length histogram's numbers
+//   statistics the statistics panel's numbers against NumPy and Node's profile, a NaN record
+//              opened from it, the cached result on reopening, cancel and recompute
 //   errors     bad magic, a truncated chunk, a missing chunk file, a missing store, and a server
 //              without Range support each give a readable message in the page
 //   contrast   uint8 images of values 0..16 are stretched to black–white by default, a toggle
@@ -123,11 +125,13 @@ for start in range(0, n, 20000):
  *           one damaged record after them
  *   wide    40 float32 records of 3×16 values such as -1.235e-5 (16 wide columns in the detail's values table)
  *   parts   a manifest over digits' records in 3 stores of 70, 1 and 129
+ *   stats   400 float32 records of 5×3 values (3 channels) with NaN and ±Inf, records 10 and 11
+ *           equal to record 3; stats.json holds NumPy's statistics of it
  */
 const EXTRA = join(ART, 'stores', 'extra');
 function ensureExtraStores() {
   const stamp = join(EXTRA, 'stamp.json');
-  const want = JSON.stringify({ version: 4 });
+  const want = JSON.stringify({ version: 5 });
   if (existsSync(stamp) && readFileSync(stamp, 'utf8') === want) return;
   rmSync(EXTRA, { recursive: true, force: true });
   mkdirSync(EXTRA, { recursive: true });
@@ -162,6 +166,22 @@ odd = image_set.oddities()
 from_images(out + "/photos", [odd[n] for n in sorted(odd)], progress=False)
 # one damaged record after them (appended as bytes: from_images would refuse it)
 from_iterator(out + "/photos", [odd["rgb.jpg"][:40] + b"garbage"], codec="raw", progress=False)
+import json
+vals = (50 + 10 * rng.standard_normal((400, 5, 3))).astype(np.float32)
+vals[7, 1, 0] = np.nan
+vals[8, 2, 2] = np.inf
+vals[9, 0, 1] = -np.inf
+vals[10] = vals[3]
+vals[11] = vals[3]
+from_numpy(out + "/stats", vals, codec="zstd", progress=False)
+chans = []
+for c in range(3):
+    v = vals[..., c].ravel()
+    f = v[np.isfinite(v)].astype(np.float64)
+    counts, _ = np.histogram(f, bins=20, range=(f.min(), f.max()))
+    chans.append({"count": int(f.size), "min": float(f.min()), "max": float(f.max()), "mean": float(f.mean()), "std": float(f.std()),
+                  "nan": int(np.isnan(v).sum()), "inf": int(np.isinf(v).sum()), "hist": counts.tolist()})
+json.dump({"channels": chans, "nan_records": [7], "duplicates": [[3, 10, 11]]}, open(out + "/stats.json", "w"))
 `;
   const r = spawnSync(PY, ['-c', code, EXTRA], { encoding: 'utf8', timeout: 120_000 });
   if (r.status !== 0) throw new Error(`building the extra stores with ${PY} failed: ${r.error?.message ?? ''}${r.stderr}`);
@@ -567,6 +587,51 @@ await test('ragged store: record lengths and their histogram', async (newPage) =
   eq(badges, lens.slice(0, PAGE), 'the length on each tile');
   await shot(page, 'ragged', { fullPage: false });
   await ref.close();
+});
+
+await test('statistics: the whole store against NumPy, NaN records one click away, cached for the next visit', async (newPage) => {
+  const want = JSON.parse(readFileSync(join(EXTRA, 'stats.json'), 'utf8'));
+  const page = await newPage('store=/extra/stats/');
+  await rendered(page);
+  const state = () => page.$eval('[data-k="stats-state"]', (e) => e.dataset.v);
+  eq(await state(), 'idle', 'nothing is computed before it is asked for');
+  await page.click('text=Compute statistics');
+  await page.waitForFunction(() => /** @type {HTMLElement | null} */ (document.querySelector('[data-k="stats-state"]'))?.dataset.v === 'done', null, { timeout: 30_000 });
+  for (let c = 0; c < 3; c++) {
+    const [count, min, max, mean, std, nan, posInf, negInf] = JSON.parse(await page.$eval(`[data-k="stats-channel-${c}"]`, (e) => e.dataset.v));
+    const w = want.channels[c];
+    eq([count, min, max, nan, posInf + negInf], [w.count, w.min, w.max, w.nan, w.inf], `channel ${c} counts and range`);
+    near(mean, w.mean, `channel ${c} mean`);
+    near(std, w.std, `channel ${c} std`);
+    eq(JSON.parse(await page.$eval(`[data-k="stats-hist-${c}"]`, (e) => e.dataset.v)), w.hist, `channel ${c} histogram`);
+  }
+  eq(JSON.parse(await page.$eval('[data-k="stats-nan"]', (e) => e.dataset.v)).indices, want.nan_records, 'NaN records');
+  eq(JSON.parse(await page.$eval('[data-k="stats-duplicates"]', (e) => e.dataset.v)).listed, want.duplicates, 'duplicate groups');
+  // The same numbers as Node's profile (the same engine, off the page).
+  const ref = await nodeStore(join(EXTRA, 'stats'));
+  const node = await ref.profile();
+  eq(await page.evaluate(() => /** @type {any} */ (window).loaderxStatistics.profile), node, 'the page\'s profile equals Node\'s');
+  // docs/images/viewer-statistics.png is a copy of this one.
+  await page.locator('#statistics').screenshot({ path: join(ART, 'statistics.png') });
+  // A NaN record is one click away.
+  await page.click('[data-k="stats-nan"] a');
+  await page.waitForSelector('dialog#detail[data-loaded="7"]');
+  await page.keyboard.press('Escape');
+  // Reopened: the cached statistics show at once, without a scan.
+  const again = await newPage('store=/extra/stats/');
+  await again.waitForFunction(() => /** @type {HTMLElement | null} */ (document.querySelector('[data-k="stats-state"]'))?.dataset.v === 'cached', null, { timeout: 10_000 });
+  eq(await again.evaluate(() => /** @type {any} */ (window).loaderxStatistics.profile), node, 'the cached profile');
+  // Cancel stops a scan of the 200-record digits manifest midway... or it finishes first; either
+  // way the panel says which, and a recompute after a cancel gives the full result.
+  const big = await newPage('store=/extra/parts/');
+  await rendered(big);
+  await big.click('text=Compute statistics');
+  await big.click('[data-k="stats-cancel"]', { timeout: 1000 }).catch(() => {});
+  await big.waitForFunction(() => ['cancelled', 'done'].includes(/** @type {HTMLElement} */ (document.querySelector('[data-k="stats-state"]')).dataset.v ?? ''));
+  await big.click('.stats-actions button');
+  await big.waitForFunction(() => /** @type {HTMLElement} */ (document.querySelector('[data-k="stats-state"]')).dataset.v === 'done', null, { timeout: 30_000 });
+  const digits = await nodeStore(join(EXTRA, 'parts'));
+  eq(await big.evaluate(() => /** @type {any} */ (window).loaderxStatistics.profile), await digits.profile(), 'the manifest\'s profile after a cancel');
 });
 
 await test('errors are shown as readable messages', async (newPage) => {
