@@ -236,6 +236,9 @@ pub struct Histogram {
     /// `bins + 1` edges.
     pub edges: Vec<f64>,
     pub counts: Vec<u64>,
+    /// `bins / (hi - lo)`: the first guess of a value's bin (corrected against the edges).
+    #[serde(skip)]
+    per_unit: f64,
 }
 
 impl Histogram {
@@ -244,7 +247,7 @@ impl Histogram {
         let step = (hi - lo) / bins as f64;
         let mut edges: Vec<f64> = (0..=bins).map(|k| k as f64 * step + lo).collect();
         edges[bins] = hi;
-        Histogram { edges, counts: vec![0; bins] }
+        Histogram { edges, counts: vec![0; bins], per_unit: bins as f64 / (hi - lo) }
     }
 
     /// Counts `x` if it lies within the edges.
@@ -254,7 +257,7 @@ impl Histogram {
         if !(x >= lo && x <= hi) {
             return;
         }
-        let mut k = (((x - lo) / (hi - lo)) * bins as f64) as usize;
+        let mut k = ((x - lo) * self.per_unit) as usize;
         k = k.min(bins - 1);
         // The arithmetic guess, corrected against the edges themselves (NumPy does the same).
         if k > 0 && x < self.edges[k] {
@@ -410,9 +413,11 @@ impl Profile {
     }
 
     /// The first pass over records `first..first + lens.len()`, whose decoded bytes lie back to
-    /// back in `data` (`lens[k]` bytes each). Batches must come in record order.
+    /// back in `data` (`lens[k]` bytes each). Batches must come in record order. The values of
+    /// a batch are gathered, then each channel's moments are updated once per batch.
     pub fn add(&mut self, first: u64, data: &[u8], lens: &[u64]) -> Result<(), String> {
         check_lens(data, lens)?;
+        self.scratch.clear();
         let mut at = 0usize;
         for (k, &len) in lens.iter().enumerate() {
             let i = first + k as u64;
@@ -424,8 +429,7 @@ impl Profile {
             let whole = self.spec.row_bytes > 0 && rec.len() % self.spec.row_bytes == 0;
             let fits = whole && (self.spec.ragged || rec.len() == self.spec.row_bytes);
             if self.spec.ragged {
-                let rows =
-                    if whole { rec.len() / self.spec.row_bytes } else { rec.len() / self.spec.itemsize };
+                let rows = if whole { rec.len() / self.spec.row_bytes } else { rec.len() / self.spec.itemsize };
                 self.lengths.push(u32::try_from(rows).unwrap_or(u32::MAX));
             }
             if !fits {
@@ -433,24 +437,25 @@ impl Profile {
                 continue;
             }
             let Some(elem) = self.spec.elem else { continue };
-            self.scratch.clear();
+            let start = self.scratch.len();
             widen(elem, self.spec.big, rec, &mut self.scratch);
-            if elem.is_float() && self.scratch.iter().any(|x| x.is_nan()) {
+            let values = &self.scratch[start..];
+            if elem.is_float() && values.iter().any(|x| x.is_nan()) {
                 self.nan_records.push(i);
             }
             if self.spec.scalar_ints && !self.distinct_over {
-                let v = self.scratch[0];
-                if self.counts.len() < MAX_DISTINCT || self.counts.contains_key(&(v as i128)) {
-                    *self.counts.entry(v as i128).or_insert(0) += 1;
+                let v = values[0] as i128;
+                if self.counts.len() < MAX_DISTINCT || self.counts.contains_key(&v) {
+                    *self.counts.entry(v).or_insert(0) += 1;
                 } else {
                     self.distinct_over = true;
                     self.counts.clear();
                 }
             }
-            let c = self.spec.channels;
-            for (ch, m) in self.moments.iter_mut().enumerate() {
-                m.add(self.scratch.iter().skip(ch).step_by(c).copied());
-            }
+        }
+        let c = self.spec.channels;
+        for (ch, m) in self.moments.iter_mut().enumerate() {
+            m.add(self.scratch.get(ch..).unwrap_or_default().iter().step_by(c).copied());
         }
         Ok(())
     }
@@ -470,21 +475,20 @@ impl Profile {
                 *h = Some(Histogram::over(m.min, m.max, bins));
             }
         }
-        let (c, row) = (self.spec.channels, self.spec.row_bytes);
+        let row = self.spec.row_bytes;
+        self.scratch.clear();
         let mut at = 0usize;
         for &len in lens {
             let rec = &data[at..at + len as usize];
             at += len as usize;
-            let fits = row > 0 && rec.len() % row == 0 && (self.spec.ragged || rec.len() == row);
-            if !fits {
-                continue;
+            if row > 0 && rec.len() % row == 0 && (self.spec.ragged || rec.len() == row) {
+                widen(elem, self.spec.big, rec, &mut self.scratch);
             }
-            self.scratch.clear();
-            widen(elem, self.spec.big, rec, &mut self.scratch);
-            for (k, &x) in self.scratch.iter().enumerate() {
-                if let Some(h) = &mut self.histograms[k % c] {
-                    h.add(x);
-                }
+        }
+        let c = self.spec.channels;
+        for (ch, h) in self.histograms.iter_mut().enumerate() {
+            if let Some(h) = h {
+                self.scratch.get(ch..).unwrap_or_default().iter().step_by(c).for_each(|&x| h.add(x));
             }
         }
         Ok(())
