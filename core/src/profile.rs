@@ -429,7 +429,8 @@ impl Profile {
             let whole = self.spec.row_bytes > 0 && rec.len() % self.spec.row_bytes == 0;
             let fits = whole && (self.spec.ragged || rec.len() == self.spec.row_bytes);
             if self.spec.ragged {
-                let rows = if whole { rec.len() / self.spec.row_bytes } else { rec.len() / self.spec.itemsize };
+                let rows =
+                    if whole { rec.len() / self.spec.row_bytes } else { rec.len() / self.spec.itemsize };
                 self.lengths.push(u32::try_from(rows).unwrap_or(u32::MAX));
             }
             if !fits {
