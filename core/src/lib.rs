@@ -16,6 +16,7 @@ pub mod image;
 pub mod journal;
 pub mod lengths;
 pub mod manifest;
+pub mod mask;
 pub mod metrics;
 pub mod mix;
 pub mod names;

@@ -193,6 +193,13 @@ impl Many {
         combined(self.stores.iter().map(Store::content_digest))
     }
 
+    /// The identity of the stores read as one, for exclusion masks
+    /// (`loaderx_core::mask::combined_identity` of theirs, in order).
+    pub fn mask_identity(&self) -> Result<[u8; 32]> {
+        let parts = self.stores.iter().map(Store::mask_identity).collect::<Result<Vec<_>>>()?;
+        Ok(loaderx_core::mask::combined_identity(parts))
+    }
+
     /// The stores' usage, added up (`chunk_bytes` and `reclaimable` are sums over the stores).
     pub fn stats(&self) -> Result<Stats> {
         let all: Vec<Stats> = self.stores.par_iter().map(Store::stats).collect::<Result<_>>()?;

@@ -427,6 +427,42 @@ impl Reader {
         Ok(Some(checksum::content_digest(schema.as_deref(), dict.as_deref(), records)))
     }
 
+    /// The store's identity for exclusion masks (`loaderx_core::mask::Identity`): its schema,
+    /// its table entries as read (the delete journal applied), and its content digest, or when
+    /// checksums do not cover it, the bytes of the sampled records.
+    pub(crate) fn mask_identity(&self) -> Result<[u8; 32]> {
+        const STEP: u64 = 1 << 16;
+        let view = self.source.view()?;
+        let length = self.length_of(&*view);
+        let schema = self.source.schema()?.map(|s| s.to_msgpack());
+        let mut id = loaderx_core::mask::Identity::new(schema.as_deref());
+        let mut start = 0;
+        while start < length {
+            let indices: Vec<u64> = (start..(start + STEP).min(length)).collect();
+            let bytes: Vec<u8> =
+                self.raw_entries(&*view, &indices)?.iter().flat_map(|(_, loc)| loc.to_bytes()).collect();
+            id.table(&bytes);
+            start += STEP;
+        }
+        drop(view);
+        match self.content_digest()? {
+            Some(digest) => id.digest(&digest),
+            None => {
+                let picks = loaderx_core::mask::sampled(length);
+                let lens = self.lengths_with(&picks, None)?;
+                let (offsets, total) = crate::records::packed(&lens);
+                let mut buf = vec![0u8; total as usize];
+                self.gather(&picks, &mut buf, &offsets)?;
+                let mut at = 0usize;
+                for &len in &lens {
+                    id.record(&buf[at..at + len as usize]);
+                    at += len as usize;
+                }
+            }
+        }
+        Ok(id.finish())
+    }
+
     /// Storage usage, from the whole table.
     pub(crate) fn stats(&self) -> Result<Stats> {
         const STEP: u64 = 1 << 16;

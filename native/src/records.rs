@@ -73,6 +73,9 @@ pub trait Records: Send + Sync + std::fmt::Debug {
 
     /// The content digest (`None` unless checksums cover every record of every store).
     fn content_digest(&self) -> Result<Option<String>>;
+
+    /// The identity exclusion masks are made for (`loaderx_core::mask`).
+    fn mask_identity(&self) -> Result<[u8; 32]>;
 }
 
 /// Where each record of decoded lengths `lens` starts when they are packed back to back into one
@@ -131,6 +134,10 @@ macro_rules! delegate {
 
         fn content_digest(&self) -> Result<Option<String>> {
             Self::content_digest(self)
+        }
+
+        fn mask_identity(&self) -> Result<[u8; 32]> {
+            Self::mask_identity(self)
         }
     };
 }
@@ -274,6 +281,12 @@ impl Records for Joined {
     /// The parts' digests combined in order (`loaderx_core::checksum::combined_digest`).
     fn content_digest(&self) -> Result<Option<String>> {
         crate::many::combined(self.parts.iter().map(|p| p.content_digest()))
+    }
+
+    /// The parts' identities combined in order (`loaderx_core::mask::combined_identity`).
+    fn mask_identity(&self) -> Result<[u8; 32]> {
+        let parts = self.parts.iter().map(|p| p.mask_identity()).collect::<Result<Vec<_>>>()?;
+        Ok(loaderx_core::mask::combined_identity(parts))
     }
 
     fn verify_with(&self, deep: bool, progress: &mut dyn FnMut(u64, u64)) -> VerifyReport {

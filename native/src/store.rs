@@ -294,6 +294,11 @@ impl Store {
         self.reader.content_digest()
     }
 
+    /// The store's identity for exclusion masks (`loaderx_core::mask`): its schema and table.
+    pub fn mask_identity(&self) -> Result<[u8; 32]> {
+        self.reader.mask_identity()
+    }
+
     /// Gives every live record that no checksum covers one (`loaderx checksum add`) and seals
     /// the checksums. A checksum that does not match in a store whose table is as its writer
     /// left it is damage: it stays, and is listed, unless `adopt` (take the bytes as they are).

@@ -297,6 +297,12 @@ impl Handle {
         self.read(py, |r| r.content_digest())
     }
 
+    /// The store's identity for exclusion masks: 32 bytes (schema and table; no record is read).
+    fn mask_identity<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+        let id = self.read(py, |r| r.mask_identity())?;
+        Ok(pyo3::types::PyBytes::new(py, &id))
+    }
+
     /// Gives every record without a checksum one and seals the checksums (`loaderx checksum
     /// add`): a dict of `verified`, `added`, `replaced` and `mismatched` (indices).
     fn add_checksums<'py>(&self, py: Python<'py>, adopt: bool) -> PyResult<Bound<'py, PyDict>> {

@@ -16,6 +16,7 @@ mod error;
 mod functions;
 mod handle;
 mod images;
+mod mask;
 mod metrics;
 mod mix;
 mod pack;
@@ -37,6 +38,7 @@ fn _loaderx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pack::Packer>()?;
     m.add_class::<metrics::Recorder>()?;
     m.add_class::<images::Images>()?;
+    m.add_class::<mask::Mask>()?;
     m.add_function(wrap_pyfunction!(images::image_header, m)?)?;
     m.add_function(wrap_pyfunction!(images::media_value, m)?)?;
     m.add_function(wrap_pyfunction!(images::random_resized_params, m)?)?;

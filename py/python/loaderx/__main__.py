@@ -8,7 +8,7 @@ records found (``verify``, ``checksum add``), 2 bad usage or a store that cannot
 or written.
 
 Two subcommands are the Python package's own, since they replay the package's loader:
-``receipt STEP RECEIPT.json`` prints, as JSON, the record indices every rank read at ``STEP`` of
+``receipt STEP RECEIPT.json [MASK]`` prints, as JSON, the record indices every rank read at ``STEP`` of
 the run a receipt describes (:mod:`loaderx.receipt`), and ``mix-preview CONFIG.json --steps
 START:STOP:STEP`` prints each source's records per batch and share at those steps of a mix's
 weights or schedule (:func:`loaderx.mix.preview`), so a schedule can be checked before a run.
@@ -38,20 +38,20 @@ def main(argv: Optional[Sequence[Union[str, "os.PathLike[str]"]]] = None) -> int
 
 
 def _receipt(args: Sequence[str]) -> int:
-    """``receipt STEP RECEIPT.json``: exit 0 with the indices as JSON, 2 on bad usage or a step
-    the run did not consume."""
+    """``receipt STEP RECEIPT.json [MASK]``: exit 0 with the indices as JSON, 2 on bad usage or a
+    step the run did not consume (a run with an exclusion mask needs its mask file)."""
     import json
 
     from .errors import ZrecordError
     from .receipt import indices
 
-    if len(args) != 2 or not args[0].isdigit():
-        print("usage: loaderx receipt STEP RECEIPT.json", file=sys.stderr)
+    if len(args) not in (2, 3) or not args[0].isdigit():
+        print("usage: loaderx receipt STEP RECEIPT.json [MASK]", file=sys.stderr)
         return 2
     try:
         with open(args[1], encoding="utf-8") as f:
             receipt = json.load(f)
-        print(json.dumps(indices(receipt, int(args[0]))))
+        print(json.dumps(indices(receipt, int(args[0]), args[2] if len(args) == 3 else None)))
     except (OSError, ValueError, ZrecordError) as e:
         print(f"loaderx: {e}", file=sys.stderr)
         return 2

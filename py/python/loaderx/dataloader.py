@@ -46,6 +46,8 @@ from . import _process
 from ._closing import Closing
 from ._metrics import Metrics, clock, produce_timed
 from ._state import LoaderState, Shard, base_config
+from .errors import BadArgumentError
+from .mask import Mask, Masked, as_mask
 from .packing import DEFAULT_BINS, PackedSource, check_packing, check_source
 from .sampler import Sampler, _mode
 
@@ -173,6 +175,20 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _check_mask(mask: Mask, streams: dict[str, Stream]) -> None:
+    """A mask must be for one of the (aligned) streams' stores: its identity and length."""
+    problems = []
+    for name, ds in streams.items():
+        if getattr(ds, "engine", None) is None:
+            raise TypeError(f"exclude= needs loaderx datasets as streams; {name!r} is a {type(ds).__name__}")
+        try:
+            mask.check(ds)
+            return
+        except BadArgumentError as e:
+            problems.append(f"{name!r}: {e}")
+    raise BadArgumentError.new(f"the mask (for {mask.identity}) is for none of these streams' stores: " + "; ".join(problems))
+
+
 def _streams(streams: Mapping[str, Stream]) -> dict[str, Stream]:
     """The named streams as a dict, or a TypeError that shows the form."""
     if isinstance(streams, dict):
@@ -257,6 +273,11 @@ class DataLoader(Closing, Generic[_T]):
         verify (str, optional): Sets every stream's checked reads: ``"off"``, ``"fetched"``
             or ``"always"`` (see :class:`~loaderx.dataset.DenseDataset`). None (the default)
             keeps each stream's own setting.
+        exclude (Mask | str | PathLike, optional): An exclusion mask (:mod:`loaderx.mask`), or
+            its file: the records it excludes are never sampled. It must be made for one of the
+            streams' stores (their identity: same schema and table), else BadArgumentError.
+            The sampler runs over the kept records, so ``len(loader)``-style arithmetic (epochs
+            of ``mode="cyclic"``) counts kept records; states and receipts record the mask.
     """
 
     def __init__(
@@ -277,6 +298,7 @@ class DataLoader(Closing, Generic[_T]):
         _mix: MixSampler | None = None,
         _packed: tuple[int, str, int] | None = None,
         trace: str | os.PathLike[str] | None = None,
+        exclude: Mask | str | os.PathLike[str] | None = None,
     ) -> None:
         if shuffle is not None:
             raise TypeError(
@@ -300,6 +322,14 @@ class DataLoader(Closing, Generic[_T]):
         lengths = {name: len(ds) for name, ds in self.streams.items()}
         if len(set(lengths.values())) != 1:
             raise ValueError(f"all streams must have the same length, got {lengths}")
+        mask = None
+        if exclude is not None:
+            if _mix is not None or _packed is not None:
+                raise ValueError("exclude= applies to aligned streams; DataLoader.mix and DataLoader.packed do not take a mask yet")
+            mask = as_mask(exclude)
+            _check_mask(mask, self.streams)
+            self.streams = {name: Masked(ds, mask) for name, ds in self.streams.items()}
+            lengths = {name: mask.kept for name in self.streams}
         if num_workers is None:
             num_workers = default_workers()
         for name, value in (("num_workers", num_workers), ("prefetch_size", prefetch_size)):
@@ -347,6 +377,10 @@ class DataLoader(Closing, Generic[_T]):
         # the module doc, "Elastic").
         config = base_config(self.length, self.batch_size, int(self.sampler.mode), self.sampler.seed)
         config["streams"] = sorted(self.streams)
+        if mask is not None:
+            # A state resumes only under the same mask (of the same store).
+            config["exclude"] = {"digest": mask.digest, "identity": mask.identity, "excluded": mask.excluded}
+        self.mask = mask
         if _mix is not None:
             # A state loads with new weights, never into another set of datasets.
             config["mix"] = _mix.lengths

@@ -46,11 +46,21 @@ def check(receipt: object) -> dict[str, Any]:
     return {**receipt, "segments": list(segments), "digests": _digests(receipt.get("digests", {}))}
 
 
-def indices(receipt: object, step: int) -> dict[str, Any]:
+def indices(receipt: object, step: int, mask: Any = None) -> dict[str, Any]:
     """The record indices of ``step``: ``{"step", "shard_count", "ranks": [[index, ...] per rank]}``
     (for a mix, indices into its sources joined in order). BadArgumentError when the run did not
-    consume ``step``."""
+    consume ``step``. A run with an exclusion mask needs that mask (a :class:`~loaderx.mask.Mask`
+    or its file; its digest is in the receipt)."""
     r = check(receipt)
+    excluded = r["config"].get("exclude")
+    if excluded is not None:
+        from .mask import as_mask
+
+        if mask is None:
+            raise BadArgumentError.new("this run sampled through an exclusion mask: give its mask file too")
+        mask = as_mask(mask)
+        if mask.digest != excluded.get("digest"):
+            raise BadArgumentError.new(f"this run used the mask {excluded.get('digest')}, not {mask.digest}")
     step = _int(step, "step", 0)
     segment = next((s for s in r["segments"] if s["start"] <= step < s["end"]), None)
     if segment is None:
@@ -68,6 +78,8 @@ def indices(receipt: object, step: int) -> dict[str, Any]:
 
         sampler = Sampler(config["length"], config["batch_size"], config["mode"], config["seed"])
     batch = np.asarray(sampler.batch_at(step))
+    if excluded is not None:
+        batch = mask.select(batch)
     count = segment["shard_count"]
     ranks = [Shard(k, count).take(batch).tolist() for k in range(count)]
     return {"step": step, "shard_count": count, "ranks": ranks}

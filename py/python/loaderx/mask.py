@@ -1,0 +1,163 @@
+"""Exclusion masks: records of a store that training skips, without rewriting the store.
+
+A mask is a bitmap over a store's records saved with the store's identity, a SHA-256 of its
+schema and its table (docs/format.md, "Exclusion masks"; the viewer and Node compute the same
+identity). ``DataLoader({...}, exclude=mask)`` then samples from the kept records only: its
+sampler runs over the ``kept`` records and each drawn index ``j`` reads the ``j``-th kept record
+(a rank/select index in the engine, O(log n) per index), so batches stay a pure function of the
+configuration and the step, and seek, resume, elastic resume and sharding stay exact.
+
+A mask made for another store, or for this store after an append, a delete, a replace or a
+compaction (each changes its table), is refused with :class:`~loaderx.errors.BadArgumentError`.
+
+    >>> mask = Mask.build(dataset, exclude=[3, 17, 42])      # or a store path
+    >>> mask.save("train.lxmask")
+    >>> loader = DataLoader({"x": dataset}, exclude="train.lxmask")
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _loaderx
+from ._typing import StrPath
+
+__all__ = ["Mask", "identity"]
+
+
+def _handle(store: Any, storage_options: dict[str, str] | None) -> _loaderx.Handle:
+    """The engine handle of a dataset, or of the store or manifest at a path."""
+    engine = getattr(store, "engine", None)
+    if engine is not None:
+        return engine  # type: ignore[no-any-return]
+    from .manifest import _manifest_file
+
+    location = os.fspath(store)
+    listing = None if _loaderx.is_url(location) else _manifest_file(location)
+    if listing is not None:
+        return _loaderx.Handle(os.fspath(listing), manifest=True, storage_options=storage_options)
+    return _loaderx.Handle(location, create=False, storage_options=storage_options)
+
+
+def identity(store: Any, storage_options: dict[str, str] | None = None) -> str:
+    """The identity masks are made for (``"sha256:..."``): a dataset's, or the store's or
+    manifest's at a path. Reads the schema and the table, never a record."""
+    return "sha256:" + _handle(store, storage_options).mask_identity().hex()
+
+
+class Mask:
+    """An exclusion mask: which records of one store are excluded, and that store's identity."""
+
+    def __init__(self, inner: _loaderx.Mask) -> None:
+        self._m = inner
+
+    @classmethod
+    def build(cls, store: Any, exclude: Iterable[int] | npt.NDArray[np.integer[Any]], storage_options: dict[str, str] | None = None) -> Mask:
+        """A mask of ``store`` (a dataset, or a store or manifest path) excluding the records
+        ``exclude`` (any order; repeats allowed). An index past the end is an
+        :class:`~loaderx.errors.StoreIndexError`; excluding every record a BadArgumentError."""
+        handle = _handle(store, storage_options)
+        idx = exclude if isinstance(exclude, np.ndarray) else np.asarray(list(exclude))
+        if idx.size and (idx.dtype.kind not in "iu" or idx.min() < 0):
+            raise ValueError("exclude takes record indices: non-negative integers")
+        return cls(_loaderx.Mask.build(len(handle), handle.mask_identity(), np.ascontiguousarray(idx, dtype=np.uint64).ravel()))
+
+    @classmethod
+    def load(cls, path: StrPath) -> Mask:
+        """Reads a mask file (a damaged one is a :class:`~loaderx.errors.CorruptStoreError`)."""
+        return cls(_loaderx.Mask(Path(path).read_bytes()))
+
+    def to_bytes(self) -> bytes:
+        return self._m.to_bytes()
+
+    def save(self, path: StrPath) -> None:
+        """Writes the mask file (to a temporary name first, so a reader never sees half a mask)."""
+        path = Path(path)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_bytes(self.to_bytes())
+        os.replace(tmp, path)
+
+    @property
+    def length(self) -> int:
+        """Records of the store the mask is for."""
+        return self._m.length
+
+    @property
+    def excluded(self) -> int:
+        return self._m.excluded
+
+    @property
+    def kept(self) -> int:
+        return self._m.kept
+
+    @property
+    def identity(self) -> str:
+        """The identity (``"sha256:..."``) of the store the mask is for."""
+        return self._m.identity
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 of the mask file: what a loader's state and receipt record."""
+        return "sha256:" + hashlib.sha256(self.to_bytes()).hexdigest()
+
+    def excluded_indices(self) -> npt.NDArray[np.uint64]:
+        """The excluded records, ascending."""
+        hit = self._m.excluded_at(np.arange(self.length, dtype=np.uint64))
+        return np.flatnonzero(hit).astype(np.uint64)
+
+    def select(self, idxs: npt.ArrayLike) -> npt.NDArray[np.uint64]:
+        """The records at positions ``idxs`` of the kept records (each below :attr:`kept`)."""
+        return self._m.select(np.ascontiguousarray(idxs, dtype=np.uint64).ravel())
+
+    def check(self, store: Any, storage_options: dict[str, str] | None = None) -> None:
+        """Refuses (BadArgumentError) a store this mask was not made for."""
+        handle = _handle(store, storage_options)
+        self._m.check(len(handle), handle.mask_identity())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_from_bytes, (self.to_bytes(),))
+
+    def __repr__(self) -> str:
+        return f"Mask({self.excluded} of {self.length} records excluded, for {self.identity[:19]}...)"
+
+
+def _from_bytes(data: bytes) -> Mask:
+    return Mask(_loaderx.Mask(data))
+
+
+def as_mask(exclude: Mask | StrPath) -> Mask:
+    """A Mask, or the mask file at a path."""
+    return exclude if isinstance(exclude, Mask) else Mask.load(exclude)
+
+
+class Masked:
+    """A stream read through a mask: record ``j`` is the stream's ``j``-th kept record. What a
+    DataLoader with ``exclude=`` gathers from; pickles (the dataset by path, the mask as bytes)."""
+
+    def __init__(self, dataset: Any, mask: Mask) -> None:
+        self.dataset = dataset
+        self.mask = mask
+
+    def __len__(self) -> int:
+        return self.mask.kept
+
+    def __getitems__(self, idxs: Any) -> Any:
+        return self.dataset.__getitems__(self.mask.select(idxs))
+
+    def __getattr__(self, name: str) -> Any:
+        # item_shape, dtype, digest, engine...: the dataset's; at_step only where it has one.
+        dataset = self.__dict__.get("dataset")
+        if dataset is None or name.startswith("__"):
+            raise AttributeError(name)
+        if name == "at_step":
+            inner = dataset.at_step
+            mask = self.__dict__["mask"]
+            return lambda idxs, step, seed: inner(mask.select(idxs), step, seed)
+        return getattr(dataset, name)
