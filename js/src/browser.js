@@ -10,6 +10,6 @@ import { browserLocate, withManifests } from './manifest.js';
 await init({ module_or_path: new URL('../pkg/web/loaderx_wasm_bg.wasm', import.meta.url) });
 const api = makeApi(wasm, browserSource, openInWorker);
 export const Store = withManifests(api.Store, wasm, browserLocate(wasm));
-export const { Sampler, Packer, version, threaded, imageHeader, decodeImage, imageProblem } = api;
+export const { Sampler, Packer, Mask, version, threaded, imageHeader, decodeImage, imageProblem } = api;
 export * from './common.js';
 export { DirectoryHandleSource, filesFromDataTransfer } from './sources/blob.js';

@@ -96,6 +96,26 @@ export interface Stats {
   hasDict: boolean;
 }
 
+/** An exclusion mask (see loaderx.mask in Python): which records of one store training skips. */
+export declare class Mask {
+  /** Reads a mask file (LOADERX_CORRUPT when damaged). */
+  constructor(bytes: Bytes);
+  /** A mask of `store` excluding `indices` (LOADERX_INDEX past the end). */
+  static build(store: { length: number; maskIdentity(): Promise<string> }, indices: Iterable<number>): Promise<Mask>;
+  /** Rejects with LOADERX_ARGUMENT for a store the mask was not made for. */
+  check(store: { length: number; maskIdentity(): Promise<string> }): Promise<void>;
+  /** The records at positions `indices` of the kept records (each below `kept`). */
+  select(indices: Indices): Float64Array;
+  isExcluded(index: number): boolean;
+  toBytes(): Uint8Array;
+  readonly length: number;
+  readonly excluded: number;
+  readonly kept: number;
+  /** `sha256:<hex>` of the store the mask is for. */
+  readonly identity: string;
+  free(): void;
+}
+
 export interface ProfileOptions {
   /** Histogram bins (default 20, at most 4096). */
   bins?: number;
@@ -256,6 +276,8 @@ export interface StoreApi {
   profile(options?: ProfileOptions | null): Promise<Profile>;
   /** Records, stored and decoded bytes per codec, from the table (no record is read). */
   codecBytes(): Promise<CodecBytes[]>;
+  /** The identity exclusion masks are made for (`sha256:<hex>`), as the native engine computes it. */
+  maskIdentity(): Promise<string>;
   /** The content digest (`sha256:…`) from the schema, dictionary, table and checksums, or null
    *  unless checksums cover every record. */
   digest(): Promise<string | null>;

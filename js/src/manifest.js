@@ -15,6 +15,7 @@
 //   order gives.
 import { loaderxError, isLoaderxError, wasmCall, ioError, argumentError } from './errors.js';
 import { profileOf, mergeCodecBytes } from './profile.js';
+import { identityBytes, identityText } from './store.js';
 import { toIndexArray, verifyOptions } from './args.js';
 import { batches } from './batches.js';
 import { redactUrl } from './redact.js';
@@ -316,6 +317,15 @@ export class ManifestStore {
   async profile(options) {
     this.#check();
     return profileOf(this.#wasm, this, options);
+  }
+
+  /** The identity exclusion masks are made for: the stores' combined in order (core's rule). */
+  async maskIdentity() {
+    this.#check();
+    const parts = await Promise.all(this.#stores.map((s) => s.maskIdentity()));
+    const all = new Uint8Array(32 * parts.length);
+    parts.forEach((p, k) => { all.set(identityBytes(p), 32 * k); });
+    return identityText(wasmCall(() => this.#wasm.combinedMaskIdentity(all)));
   }
 
   /** Records, stored and decoded bytes per codec, summed over the stores. */

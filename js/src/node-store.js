@@ -409,6 +409,11 @@ export function nodeApi(wasm) {
       return this.#inner.profile(options);
     }
 
+    /** The identity exclusion masks are made for (see store.js). */
+    maskIdentity() {
+      return this.#inner.maskIdentity();
+    }
+
     /** Records, stored and decoded bytes per codec (see store.js). */
     codecBytes() {
       return this.#inner.codecBytes();

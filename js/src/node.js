@@ -10,6 +10,6 @@ import { nodeLocate } from './manifest-node.js';
 wasm.initSync({ module: readFileSync(new URL('../pkg/web/loaderx_wasm_bg.wasm', import.meta.url)) });
 const api = nodeApi(wasm);
 export const Store = withManifests(api.Store, wasm, nodeLocate(wasm));
-export const { Sampler, Packer, version, threaded, imageHeader, decodeImage, imageProblem } = api;
+export const { Sampler, Packer, Mask, version, threaded, imageHeader, decodeImage, imageProblem } = api;
 export * from './common.js';
 export { NodeSource } from './sources/node.js';

@@ -757,6 +757,38 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
       });
     }
 
+    /**
+     * The identity exclusion masks are made for (`sha256:<hex>`; core's `mask::Identity`): the
+     * schema, the table, and the content digest, or without checksums the bytes of a few records
+     * spread over the store. Equal to the native engine's (`loaderx.mask.identity`).
+     */
+    async maskIdentity() {
+      return this.#guard('maskIdentity', async () => {
+        const reader = this.#reader;
+        const id = new wasm.MaskIdentity(reader);
+        try {
+          for (let start = 0; start < reader.length; start += STATS_SPAN) {
+            const end = Math.min(reader.length, start + STATS_SPAN);
+            await this.#withTable(() => reader.tableRangesSpan(start, end), () => wasmCall(() => id.table(reader, start, end)));
+          }
+          const digest = await this.digest();
+          if (digest) id.digest(digest);
+          else {
+            const picks = wasm.maskSamples(reader.length);
+            const { out, lens } = await this.#gather(picks, false);
+            let at = 0;
+            for (const n of lens) {
+              id.record(out.subarray(at, at + n));
+              at += n;
+            }
+          }
+          return identityText(id.finish());
+        } finally {
+          id.free();
+        }
+      });
+    }
+
     /** Which reads are checked against the store's checksums: 'off', 'fetched' or 'always'. */
     get verifyMode() {
       this.#check();
@@ -965,13 +997,55 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
     return max;
   };
   /** `{media, width, height, orientation}` of an encoded image (JPEG, PNG, WebP), from its header. */
+  /**
+   * An exclusion mask (core's `mask`): which records of one store training skips, with that
+   * store's identity. `new Mask(bytes)` reads a mask file (a damaged one is LOADERX_CORRUPT);
+   * `await Mask.build(store, indices)` makes one; `await mask.check(store)` refuses
+   * (LOADERX_ARGUMENT) a store it was not made for.
+   */
+  class Mask {
+    #inner;
+
+    /** @param {ArrayBufferView | ArrayBuffer} bytes a mask file */
+    constructor(bytes) {
+      this.#inner = wasmCall(() => new wasm.MaskFile(asBytes(bytes)));
+    }
+
+    /** @param {{length: number, maskIdentity: () => Promise<string>}} store @param {Iterable<number>} indices */
+    static async build(store, indices) {
+      const id = identityBytes(await store.maskIdentity());
+      const inner = wasmCall(() => wasm.MaskFile.build(store.length, id, Float64Array.from(indices)));
+      try {
+        return new Mask(inner.toBytes());
+      } finally {
+        inner.free();
+      }
+    }
+
+    /** @param {{length: number, maskIdentity: () => Promise<string>}} store */
+    async check(store) {
+      const id = identityBytes(await store.maskIdentity());
+      wasmCall(() => this.#inner.check(store.length, id));
+    }
+
+    /** The records at positions `indices` of the kept records. */
+    select(indices) { return wasmCall(() => this.#inner.select(toIndexArray(indices))); }
+    isExcluded(index) { return this.#inner.isExcluded(index); }
+    toBytes() { return this.#inner.toBytes(); }
+    get length() { return this.#inner.length; }
+    get excluded() { return this.#inner.excluded; }
+    get kept() { return this.#inner.kept; }
+    get identity() { return this.#inner.identity; }
+    free() { this.#inner.free(); }
+  }
+
   const imageHeader = (bytes) => wasmCall(() => wasm.imageHeader(imageBytes(bytes)));
   /** Decodes every pixel: `{width, height, rgb}` (rows of RGB, display orientation). */
   const decodeImage = (bytes, options) => wasmCall(() => wasm.decodeImage(imageBytes(bytes), pixelLimit(options)));
   /** Why an encoded image does not decode, or undefined when it does. */
   const imageProblem = (bytes, options) => wasm.imageProblem(imageBytes(bytes), pixelLimit(options)) ?? undefined;
 
-  return { Store, Sampler, Packer, version: wasm.version(), threaded: wasm.isThreaded(), imageHeader, decodeImage, imageProblem };
+  return { Store, Sampler, Packer, Mask, version: wasm.version(), threaded: wasm.isThreaded(), imageHeader, decodeImage, imageProblem };
 }
 
 
@@ -980,6 +1054,16 @@ const KEY = Symbol('loaderx store');
 
 /** The Store method the worker calls to gather into a buffer allocated ahead. */
 export const GATHER_INTO = Symbol('loaderx gather into');
+
+/** `sha256:<hex>` of a 32-byte identity. @param {Uint8Array} id */
+export const identityText = (id) => `sha256:${Array.from(id, (b) => b.toString(16).padStart(2, '0')).join('')}`;
+
+/** The 32 bytes of a `sha256:<hex>` identity. @param {string} text */
+export function identityBytes(text) {
+  const m = /^sha256:([0-9a-f]{64})$/.exec(text);
+  if (!m) throw loaderxError('LOADERX_ARGUMENT', `not a store identity: ${String(text)}`);
+  return Uint8Array.from(m[1].match(/../g) ?? [], (h) => Number.parseInt(h, 16));
+}
 
 /** A new buffer of `n` bytes with its pages touched (so later writes take no page faults). */
 export function freshBytes(n) {

@@ -240,6 +240,7 @@ export class WorkerStore {
   lengths(indices) { return this.#call('lengths', () => [this.#indices(indices)]); }
   stats() { return this.#call('stats', () => []); }
   codecBytes() { return this.#call('codecBytes', () => []); }
+  maskIdentity() { return this.#call('maskIdentity', () => []); }
   digest() { return this.#call('digest', () => []); }
   checksums() { return this.#call('checksums', () => []); }
   get verifyMode() { this.#check(); return this.#meta.verifyMode; }

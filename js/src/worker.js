@@ -80,6 +80,9 @@ const ops = {
     const r = await store(id).lengths(indices);
     return [r, [r.buffer]];
   },
+  async maskIdentity([id]) {
+    return [await store(id).maskIdentity(), []];
+  },
   async codecBytes([id]) {
     return [await store(id).codecBytes(), []];
   },

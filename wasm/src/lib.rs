@@ -24,6 +24,7 @@ mod image;
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
 mod job;
 mod manifest;
+mod mask;
 mod pack;
 mod profile;
 mod reader;
@@ -33,7 +34,9 @@ pub use image::{decode_image, default_max_pixels, image_header, image_problem};
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
 pub use job::DecodeJob;
 pub use manifest::{identify, manifest_file, names_a_file, Manifest};
+pub use mask::{combined_mask_identity, mask_samples, MaskFile, MaskIdentity};
 pub use pack::Packer;
+pub use profile::Profiler;
 pub use reader::{blank_scan_window, blank_tail_problem, combined_digest, Plan, Reader, MAX_OUT};
 pub use sampler::Sampler;
 

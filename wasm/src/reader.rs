@@ -519,6 +519,12 @@ fn out_len(slots: &[Slot]) -> usize {
 }
 
 impl Reader {
+    /// The store's `schema.msgpack` as core encodes it (what the native engine hashes), or
+    /// `None` without a schema.
+    pub(crate) fn schema_bytes(&self) -> Option<Vec<u8>> {
+        self.typed.as_ref().map(|t| t.schema.to_msgpack())
+    }
+
     /// The table entries of records `start..end` (clamped to the store), whose table pages must
     /// be cached (`tableRangesSpan(start, end)`), and `start` as clamped.
     pub(crate) fn entries_in(&self, start: f64, end: f64) -> Result<(u64, Vec<RecordLoc>), JsValue> {
