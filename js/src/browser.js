@@ -3,6 +3,7 @@
 // open too (manifest.js), each of their stores as a store opens.
 import init, * as wasm from '../pkg/web/loaderx_wasm.js';
 import { makeApi } from './store.js';
+import { makeStepRecords } from './inspect.js';
 import { browserSource } from './sources/index.js';
 import { openInWorker } from './worker-client.js';
 import { browserLocate, withManifests } from './manifest.js';
@@ -11,5 +12,6 @@ await init({ module_or_path: new URL('../pkg/web/loaderx_wasm_bg.wasm', import.m
 const api = makeApi(wasm, browserSource, openInWorker);
 export const Store = withManifests(api.Store, wasm, browserLocate(wasm));
 export const { Sampler, Packer, Mask, version, threaded, imageHeader, decodeImage, imageProblem } = api;
+export const stepRecords = makeStepRecords(api.Sampler);
 export * from './common.js';
 export { DirectoryHandleSource, filesFromDataTransfer } from './sources/blob.js';

@@ -116,6 +116,16 @@ export declare class Mask {
   free(): void;
 }
 
+/** The records a run fed each rank at a step (see stepRecords). */
+export interface StepRecords { step: number; shardCount: number; ranks: number[][]; global: number[] }
+
+/**
+ * Which records a training run fed each rank at `step`, from its receipt (`DataLoader.receipt()`)
+ * or a loader state (`state_dict()`), by the core sampler (Python's `loaderx.receipt.indices`).
+ * A run with an exclusion mask needs `mask` (and, to check it is the run's, its `digest`).
+ */
+export declare function stepRecords(run: unknown, step: number, options?: { mask?: Mask | null; digest?: string | null }): StepRecords;
+
 export interface ProfileOptions {
   /** Histogram bins (default 20, at most 4096). */
   bins?: number;

@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import * as wasm from '../pkg/web/loaderx_wasm.js';
 import { nodeApi } from './node-store.js';
+import { makeStepRecords } from './inspect.js';
 import { withManifests } from './manifest.js';
 import { nodeLocate } from './manifest-node.js';
 
@@ -11,5 +12,6 @@ wasm.initSync({ module: readFileSync(new URL('../pkg/web/loaderx_wasm_bg.wasm', 
 const api = nodeApi(wasm);
 export const Store = withManifests(api.Store, wasm, nodeLocate(wasm));
 export const { Sampler, Packer, Mask, version, threaded, imageHeader, decodeImage, imageProblem } = api;
+export const stepRecords = makeStepRecords(api.Sampler);
 export * from './common.js';
 export { NodeSource } from './sources/node.js';

@@ -8,6 +8,7 @@ import { Interp } from './render.js';
 import { canPickDirectory, describeError, hasSecrets, openStore, pickDirectory, shownUrl, sourceFromDrop } from './open.js';
 import { Overview } from './overview.js';
 import { Statistics } from './statistics.js';
+import { Inspector, fromB64, placeOf, toB64 } from './inspector.js';
 import { Grid } from './grid.js';
 import { Detail } from './detail.js';
 import { StreamsBar, openStream } from './streams.js';
@@ -32,11 +33,14 @@ const MAX_STREAMS = 4;
  * @property {string | null} show
  * @property {boolean | null} contrast  auto-contrast asked on or off (null: by the values' range)
  * @property {number | null} i  the open record
+ * @property {string | null} run  the step inspector's run (JSON text)
+ * @property {{step: number, rank: number} | null} place  the step inspector's place (#step=&rank=)
  */
 
 /**
  * @type {{
- *   main: Stream | null, streams: Stream[], mode: 'pages' | 'sample', page: number, size: number,
+ *   main: Stream | null, streams: Stream[], mode: 'pages' | 'sample' | 'inspect', page: number, size: number,
+ *   inspect: import('./inspector.js').Shown | null,
  *   seed: number, step: number, show: string, contrast: boolean | null, highlight: number | null, detail: number | null,
  *   lastRender: {key: string, ms: number, fetchMs: number, renderMs: number, at: number} | null,
  * }}
@@ -54,6 +58,7 @@ const state = {
   highlight: null,
   detail: null,
   lastRender: null,
+  inspect: null,
 };
 let nextId = 1;
 /** @type {Sampler | null} */
@@ -112,6 +117,15 @@ const statistics = new Statistics($('#statistics'), {
 });
 // Tests read the shown profile.
 Object.assign(globalThis, { loaderxStatistics: statistics });
+const inspector = new Inspector($('#inspector'), {
+  onShow: (shown) => {
+    state.mode = 'inspect';
+    state.inspect = shown;
+    state.highlight = null;
+    refresh();
+  },
+  onError: showError,
+});
 const grid = new Grid($('#grid'), {
   onOpen: (i) => openDetail(i),
   onRendered: (info) => rendered(info),
@@ -218,6 +232,7 @@ async function openMain(what, restore = {}) {
   }
   streamsChanged();
   if (restore.i != null && restore.i < entry.store.length) openDetail(restore.i);
+  if (restore.run) inspector.restore(restore.run, restore.place?.step ?? 0, restore.place?.rank ?? 0);
   return true;
 }
 
@@ -246,11 +261,15 @@ function getSampler() {
 
 /**
  * The indices and cache key of a page (pages mode) or sampler step (sample mode).
- * @param {'pages' | 'sample'} mode
+ * @param {'pages' | 'sample' | 'inspect'} mode
  * @param {number} n  the page or step
  */
 function target(mode, n) {
   const size = effectiveSize();
+  if (mode === 'inspect' && state.inspect) {
+    const s = state.inspect;
+    return { key: `inspect:${s.step}:${s.rank}:${s.shardCount}:${s.indices.length}:${s.indices[0]}`, indices: s.indices };
+  }
   if (mode === 'sample') {
     return { key: `sample:${state.seed}:${n}:${size}`, indices: Array.from(getSampler().batchAt(n)) };
   }
@@ -268,15 +287,16 @@ const sampleLabel = (() => {
 
 function updateToolbar() {
   const n = length();
-  const sample = state.mode === 'sample';
+  const sample = state.mode === 'sample' || state.mode === 'inspect';
   const pages = Math.max(1, Math.ceil(n / effectiveSize()));
   $('#page-word').textContent = sample ? 'Step' : 'Page';
   const input = $('#page-input', HTMLInputElement);
   input.min = sample ? '0' : '1';
   input.max = sample ? '' : String(pages);
-  input.value = String(sample ? state.step : state.page + 1);
-  $('#page-total').textContent = sample ? `· seed ${state.seed}` : `of ${fmtInt(pages)}`;
-  $('#first', HTMLButtonElement).disabled = sample ? state.step === 0 : state.page === 0;
+  const step = state.mode === 'inspect' ? (state.inspect?.step ?? 0) : state.step;
+  input.value = String(sample ? step : state.page + 1);
+  $('#page-total').textContent = state.mode === 'inspect' ? `· rank ${state.inspect?.rank ?? 0}` : sample ? `· seed ${state.seed}` : `of ${fmtInt(pages)}`;
+  $('#first', HTMLButtonElement).disabled = sample ? step === 0 : state.page === 0;
   $('#prev', HTMLButtonElement).disabled = $('#first', HTMLButtonElement).disabled;
   $('#next', HTMLButtonElement).disabled = !n || (!sample && state.page >= pages - 1);
   $('#last', HTMLButtonElement).disabled = sample || $('#next', HTMLButtonElement).disabled;
@@ -302,7 +322,11 @@ async function refresh() {
     return;
   }
   const t = target(state.mode, state.mode === 'sample' ? state.step : state.page);
-  if (state.mode === 'sample') {
+  if (state.mode === 'inspect' && state.inspect) {
+    const s = state.inspect;
+    $('#grid-range').textContent = `${fmtInt(t.indices.length)} records of step ${fmtInt(s.step)}, rank ${s.rank} of ${s.shardCount}`;
+    $('#grid-note').textContent = 'what the training run read (step inspector)';
+  } else if (state.mode === 'sample') {
     $('#grid-range').textContent = `${fmtInt(t.indices.length)} random records`;
     $('#grid-note').replaceChildren('CYCLIC sampler, the same batches as Python and Rust: ',
       el('code', {}, `Sampler(${n}, ${size}, 'CYCLIC', ${state.seed}).batchAt(${state.step})`));
@@ -324,7 +348,7 @@ async function refresh() {
   setStatus(state.main.store.threaded ? 'threaded worker' : 'worker');
   // Read the next page (or sample) ahead while this one is looked at.
   const next = state.mode === 'sample' ? state.step + 1 : state.page + 1;
-  if (state.mode === 'sample' || next < pageCount()) {
+  if (state.mode !== 'inspect' && (state.mode === 'sample' || next < pageCount())) {
     const ahead = target(state.mode, next);
     grid.prefetch(ahead.key, ahead.indices);
   }
@@ -384,7 +408,9 @@ function goPage(p) {
 /** @param {number} delta  pages or steps */
 function move(delta) {
   if (!state.main) return;
-  if (state.mode === 'sample') {
+  if (state.mode === 'inspect' && state.inspect) {
+    inspector.show(Math.max(0, state.inspect.step + delta), state.inspect.rank);
+  } else if (state.mode === 'sample') {
     state.step = Math.max(0, state.step + delta);
     refresh();
   } else {
@@ -445,7 +471,8 @@ function syncUrl() {
     state.streams.forEach((s, k) => { if (s.url) q.set(`store${k + 2}`, s.url); });
   }
   if (state.main) {
-    if (state.mode === 'sample') {
+    if (state.mode === 'inspect' && inspector.text) q.set('run', toB64(inspector.text));
+    else if (state.mode === 'sample') {
       q.set('seed', String(state.seed));
       q.set('step', String(state.step));
     } else if (state.page) q.set('page', String(state.page + 1));
@@ -455,8 +482,9 @@ function syncUrl() {
     if (state.detail != null) q.set('i', String(state.detail));
   }
   const text = q.toString().replace(/%2F/g, '/').replace(/%3A/g, ':');
-  const url = `${location.pathname}${text ? `?${text}` : ''}`;
-  if (url !== `${location.pathname}${location.search}`) history.replaceState(null, '', url);
+  const hash = state.mode === 'inspect' && state.inspect ? `#step=${state.inspect.step}&rank=${state.inspect.rank}` : '';
+  const url = `${location.pathname}${text ? `?${text}` : ''}${hash}`;
+  if (url !== `${location.pathname}${location.search}${location.hash}`) history.replaceState(null, '', url);
 }
 
 /** @returns {Restore} */
@@ -484,6 +512,15 @@ function fromUrl() {
     show: show != null && ['auto', 'image', 'values'].includes(show) ? show : null,
     contrast: contrast === 'on' ? true : contrast === 'off' ? false : null,
     i: int('i'),
+    run: (() => {
+      const run = q.get('run');
+      try {
+        return run ? fromB64(run) : null;
+      } catch {
+        return null;
+      }
+    })(),
+    place: placeOf(location.hash),
   };
 }
 
@@ -524,6 +561,7 @@ $('#last').addEventListener('click', () => goPage(pageCount() - 1));
 $('#page-input', HTMLInputElement).addEventListener('change', (ev) => {
   const v = Number(/** @type {HTMLInputElement} */ (ev.currentTarget).value);
   if (!Number.isInteger(v)) return updateToolbar();
+  if (state.mode === 'inspect' && state.inspect) return inspector.show(Math.max(0, v), state.inspect.rank);
   if (state.mode === 'sample') {
     state.step = Math.max(0, v);
     refresh();

@@ -17,6 +17,8 @@
 //   ragged     per-record lengths on the tiles and the length histogram's numbers
 //   statistics the statistics panel's numbers against NumPy and Node's profile, a NaN record
 //              opened from it, the cached result on reopening, cancel and recompute
+//   inspector  a run's receipt pasted: each rank's records at a step equal what Python's loaders
+//              yielded (before and after a resume on 3 ranks); the address bar's link reproduces it
 //   errors     bad magic, a truncated chunk, a missing chunk file, a missing store, and a server
 //              without Range support each give a readable message in the page
 //   contrast   uint8 images of values 0..16 are stretched to black–white by default, a toggle
@@ -127,11 +129,13 @@ for start in range(0, n, 20000):
  *   parts   a manifest over digits' records in 3 stores of 70, 1 and 129
  *   stats   400 float32 records of 5×3 values (3 channels) with NaN and ±Inf, records 10 and 11
  *           equal to record 3; stats.json holds NumPy's statistics of it
+ *   run.json  a training run over stats (cyclic, batch 24, 4 steps on 1 rank then 4 on 3 ranks):
+ *           its receipt and the records each rank read at each step, as the loaders yielded them
  */
 const EXTRA = join(ART, 'stores', 'extra');
 function ensureExtraStores() {
   const stamp = join(EXTRA, 'stamp.json');
-  const want = JSON.stringify({ version: 5 });
+  const want = JSON.stringify({ version: 6 });
   if (existsSync(stamp) && readFileSync(stamp, 'utf8') === want) return;
   rmSync(EXTRA, { recursive: true, force: true });
   mkdirSync(EXTRA, { recursive: true });
@@ -182,6 +186,26 @@ for c in range(3):
     chans.append({"count": int(f.size), "min": float(f.min()), "max": float(f.max()), "mean": float(f.mean()), "std": float(f.std()),
                   "nan": int(np.isnan(v).sum()), "inf": int(np.isinf(v).sum()), "hist": counts.tolist()})
 json.dump({"channels": chans, "nan_records": [7], "duplicates": [[3, 10, 11]]}, open(out + "/stats.json", "w"))
+from loaderx.dataloader import DataLoader
+from loaderx.dataset import DenseDataset
+ids = DenseDataset(out + "/stats")
+steps = []
+with DataLoader({"x": ids}, batch_size=24, mode="cyclic", seed=3, num_workers=1) as one:
+    for k in range(4):
+        b = np.asarray(next(one)["x"])
+        steps.append([[int(np.flatnonzero((vals == r).all(axis=(1, 2)))[0]) for r in b]])
+    state = one.state_dict()
+ranks = []
+for r in range(3):
+    with DataLoader({"x": ids}, batch_size=24, mode="cyclic", seed=3, shard_index=r, shard_count=3, num_workers=1) as l:
+        l.load_state_dict(state)
+        got = [np.asarray(next(l)["x"]) for _ in range(4)]
+        ranks.append([[int(np.flatnonzero((vals == rec).all(axis=(1, 2)))[0]) for rec in b] for b in got])
+        if r == 0:
+            receipt = l.receipt()
+for k in range(4):
+    steps.append([ranks[r][k] for r in range(3)])
+json.dump({"receipt": receipt, "steps": steps}, open(out + "/run.json", "w"))
 `;
   const r = spawnSync(PY, ['-c', code, EXTRA], { encoding: 'utf8', timeout: 120_000 });
   if (r.status !== 0) throw new Error(`building the extra stores with ${PY} failed: ${r.error?.message ?? ''}${r.stderr}`);
@@ -632,6 +656,44 @@ await test('statistics: the whole store against NumPy, NaN records one click awa
   await big.waitForFunction(() => /** @type {HTMLElement} */ (document.querySelector('[data-k="stats-state"]')).dataset.v === 'done', null, { timeout: 30_000 });
   const digits = await nodeStore(join(EXTRA, 'parts'));
   eq(await big.evaluate(() => /** @type {any} */ (window).loaderxStatistics.profile), await digits.profile(), 'the manifest\'s profile after a cancel');
+});
+
+await test('step inspector: a run\'s receipt shows what each rank read at a step, and a link reproduces it', async (newPage) => {
+  const run = JSON.parse(readFileSync(join(EXTRA, 'run.json'), 'utf8'));
+  const page = await newPage('store=/extra/stats/');
+  await rendered(page);
+  await page.fill('#run-input', JSON.stringify(run.receipt));
+  await page.fill('#run-step', '5');
+  await page.fill('#run-rank', '1');
+  await page.click('#run-show');
+  await page.waitForFunction(() => /** @type {HTMLElement} */ (document.querySelector('#grid')).dataset.key?.startsWith('inspect:5:1:'));
+  await rendered(page);
+  // Records 3, 10 and 11 hold equal values, so Python names the first of them for each.
+  const same = (/** @type {number[]} */ xs) => xs.map((i) => ([10, 11].includes(i) ? 3 : i));
+  eq(same(await tileIndices(page)), run.steps[5][1], 'rank 1 of step 5');
+  check(page.url().includes('run=') && page.url().endsWith('#step=5&rank=1'), `the address keeps the run and the place: ${page.url()}`);
+  // Next step, same rank.
+  await page.click('#next');
+  await page.waitForFunction(() => /** @type {HTMLElement} */ (document.querySelector('#grid')).dataset.key?.startsWith('inspect:6:1:'));
+  await rendered(page);
+  eq(same(await tileIndices(page)), run.steps[6][1], 'rank 1 of step 6');
+  // A step before the resume: one rank.
+  await page.fill('#run-step', '2');
+  await page.click('#run-show');
+  await page.waitForFunction(() => /** @type {HTMLElement} */ (document.querySelector('#grid')).dataset.key?.startsWith('inspect:2:0:1:'));
+  await rendered(page);
+  eq(same(await tileIndices(page)), run.steps[2][0], 'step 2, the one rank (the rank is clamped)');
+  await shot(page, 'inspector', { fullPage: false });
+  // The link alone reproduces the view.
+  const again = await newPage(null, { url: page.url().replace('#step=2&rank=0', '#step=7&rank=2') });
+  await again.waitForFunction(() => /** @type {HTMLElement} */ (document.querySelector('#grid')).dataset.key?.startsWith('inspect:7:2:'));
+  await rendered(again);
+  eq(same(await tileIndices(again)), run.steps[7][2], 'the deep link #step=7&rank=2');
+  // A step the run did not take is a readable error.
+  await again.fill('#run-step', '99');
+  await again.click('#run-show');
+  await waitBanner(again);
+  check(/not consumed/.test(await bannerText(again)), 'a step the run did not take');
 });
 
 await test('errors are shown as readable messages', async (newPage) => {
