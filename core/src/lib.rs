@@ -10,6 +10,7 @@ pub mod checksum;
 pub mod codec;
 pub mod dtype;
 pub mod error;
+pub mod filter;
 pub mod format;
 #[cfg(feature = "image")]
 pub mod image;

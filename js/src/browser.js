@@ -4,6 +4,7 @@
 import init, * as wasm from '../pkg/web/loaderx_wasm.js';
 import { makeApi } from './store.js';
 import { makeStepRecords } from './inspect.js';
+import { makeFilterRecords } from './filter.js';
 import { browserSource } from './sources/index.js';
 import { openInWorker } from './worker-client.js';
 import { browserLocate, withManifests } from './manifest.js';
@@ -13,5 +14,6 @@ const api = makeApi(wasm, browserSource, openInWorker);
 export const Store = withManifests(api.Store, wasm, browserLocate(wasm));
 export const { Sampler, Packer, Mask, version, threaded, imageHeader, decodeImage, imageProblem } = api;
 export const stepRecords = makeStepRecords(api.Sampler);
+export const filterRecords = makeFilterRecords(wasm);
 export * from './common.js';
 export { DirectoryHandleSource, filesFromDataTransfer } from './sources/blob.js';

@@ -126,6 +126,18 @@ export interface StepRecords { step: number; shardCount: number; ranks: number[]
  */
 export declare function stepRecords(run: unknown, step: number, options?: { mask?: Mask | null; digest?: string | null }): StepRecords;
 
+/**
+ * The records of aligned streams (name -> store, one length) that match `text`, ascending: a
+ * filter such as `label == 3 && len(tokens) > 512` (core's filter language; a name is a stream of
+ * one number per record, `len(name)` a record's length in rows). LOADERX_ARGUMENT for a syntax
+ * error (with its position), an unknown name or a stream that is not one number per record.
+ */
+export declare function filterRecords(
+  streams: Record<string, StoreApi | ManifestStoreApi>,
+  text: string,
+  options?: { batchSize?: number; onProgress?: ((done: number, total: number, found: number) => void) | null; signal?: AbortSignal | null },
+): Promise<Float64Array>;
+
 export interface ProfileOptions {
   /** Histogram bins (default 20, at most 4096). */
   bins?: number;

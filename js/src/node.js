@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import * as wasm from '../pkg/web/loaderx_wasm.js';
 import { nodeApi } from './node-store.js';
 import { makeStepRecords } from './inspect.js';
+import { makeFilterRecords } from './filter.js';
 import { withManifests } from './manifest.js';
 import { nodeLocate } from './manifest-node.js';
 
@@ -13,5 +14,6 @@ const api = nodeApi(wasm);
 export const Store = withManifests(api.Store, wasm, nodeLocate(wasm));
 export const { Sampler, Packer, Mask, version, threaded, imageHeader, decodeImage, imageProblem } = api;
 export const stepRecords = makeStepRecords(api.Sampler);
+export const filterRecords = makeFilterRecords(wasm);
 export * from './common.js';
 export { NodeSource } from './sources/node.js';

@@ -2,7 +2,7 @@
 // opening stores (URL, folder picker, <input webkitdirectory>, drop), paging, jumping, sampling,
 // and the error banner. Decoding happens in the package's worker (threaded when the page is
 // cross-origin isolated); this thread only draws.
-import { Sampler } from '../src/browser.js';
+import { Sampler, filterRecords } from '../src/browser.js';
 import { $, el, fmtInt } from './util.js';
 import { Interp } from './render.js';
 import { canPickDirectory, describeError, hasSecrets, openStore, pickDirectory, shownUrl, sourceFromDrop } from './open.js';
@@ -35,12 +35,14 @@ const MAX_STREAMS = 4;
  * @property {number | null} i  the open record
  * @property {string | null} run  the step inspector's run (JSON text)
  * @property {{step: number, rank: number} | null} place  the step inspector's place (#step=&rank=)
+ * @property {string | null} filter  a filter over the streams (?filter=)
  */
 
 /**
  * @type {{
- *   main: Stream | null, streams: Stream[], mode: 'pages' | 'sample' | 'inspect', page: number, size: number,
+ *   main: Stream | null, streams: Stream[], mode: 'pages' | 'sample' | 'inspect' | 'list', page: number, size: number,
  *   inspect: import('./inspector.js').Shown | null,
+ *   list: {what: string, filter: string | null, indices: number[], page: number} | null,
  *   seed: number, step: number, show: string, contrast: boolean | null, highlight: number | null, detail: number | null,
  *   lastRender: {key: string, ms: number, fetchMs: number, renderMs: number, at: number} | null,
  * }}
@@ -59,6 +61,7 @@ const state = {
   detail: null,
   lastRender: null,
   inspect: null,
+  list: null,
 };
 let nextId = 1;
 /** @type {Sampler | null} */
@@ -114,6 +117,7 @@ const overview = new Overview($('#overview'), $('#lengths'), {
 const statistics = new Statistics($('#statistics'), {
   onError: showError,
   onOpenRecord: (i) => openDetail(i),
+  onShowList: (what, indices) => showList(what, null, indices),
 });
 // Tests read the shown profile.
 Object.assign(globalThis, { loaderxStatistics: statistics });
@@ -233,13 +237,14 @@ async function openMain(what, restore = {}) {
   streamsChanged();
   if (restore.i != null && restore.i < entry.store.length) openDetail(restore.i);
   if (restore.run) inspector.restore(restore.run, restore.place?.step ?? 0, restore.place?.rank ?? 0);
+  else if (restore.filter) runFilter(restore.filter, restore.page ?? 0);
   return true;
 }
 
 // ------------------------------------------------------------------ paging
 
 const length = () => state.main?.store.length ?? 0;
-const pageCount = () => Math.max(1, Math.ceil(length() / state.size));
+const pageCount = () => Math.max(1, Math.ceil((state.mode === 'list' && state.list ? state.list.indices.length : length()) / effectiveSize()));
 
 /** Records per page: the chosen size, fewer when records are big. */
 function effectiveSize() {
@@ -261,11 +266,16 @@ function getSampler() {
 
 /**
  * The indices and cache key of a page (pages mode) or sampler step (sample mode).
- * @param {'pages' | 'sample' | 'inspect'} mode
+ * @param {'pages' | 'sample' | 'inspect' | 'list'} mode
  * @param {number} n  the page or step
  */
 function target(mode, n) {
   const size = effectiveSize();
+  if (mode === 'list' && state.list) {
+    const l = state.list;
+    const start = n * size;
+    return { key: `list:${l.what}:${l.indices.length}:${n}:${size}`, indices: l.indices.slice(start, start + size) };
+  }
   if (mode === 'inspect' && state.inspect) {
     const s = state.inspect;
     return { key: `inspect:${s.step}:${s.rank}:${s.shardCount}:${s.indices.length}:${s.indices[0]}`, indices: s.indices };
@@ -288,20 +298,21 @@ const sampleLabel = (() => {
 function updateToolbar() {
   const n = length();
   const sample = state.mode === 'sample' || state.mode === 'inspect';
-  const pages = Math.max(1, Math.ceil(n / effectiveSize()));
+  const pages = pageCount();
+  const page = state.mode === 'list' && state.list ? state.list.page : state.page;
   $('#page-word').textContent = sample ? 'Step' : 'Page';
   const input = $('#page-input', HTMLInputElement);
   input.min = sample ? '0' : '1';
   input.max = sample ? '' : String(pages);
   const step = state.mode === 'inspect' ? (state.inspect?.step ?? 0) : state.step;
-  input.value = String(sample ? step : state.page + 1);
+  input.value = String(sample ? step : page + 1);
   $('#page-total').textContent = state.mode === 'inspect' ? `· rank ${state.inspect?.rank ?? 0}` : sample ? `· seed ${state.seed}` : `of ${fmtInt(pages)}`;
-  $('#first', HTMLButtonElement).disabled = sample ? step === 0 : state.page === 0;
+  $('#first', HTMLButtonElement).disabled = sample ? step === 0 : page === 0;
   $('#prev', HTMLButtonElement).disabled = $('#first', HTMLButtonElement).disabled;
-  $('#next', HTMLButtonElement).disabled = !n || (!sample && state.page >= pages - 1);
+  $('#next', HTMLButtonElement).disabled = !n || (!sample && page >= pages - 1);
   $('#last', HTMLButtonElement).disabled = sample || $('#next', HTMLButtonElement).disabled;
   $('#sample-btn', HTMLButtonElement).disabled = !n;
-  $('#pages-btn').hidden = !sample;
+  $('#pages-btn').hidden = !sample && state.mode !== 'list';
   sampleLabel.textContent = sample ? ' Next sample' : ' Random sample';
   $('.records').classList.toggle('sampling', sample);
 }
@@ -321,8 +332,20 @@ async function refresh() {
     $('#grid-note').textContent = '';
     return;
   }
-  const t = target(state.mode, state.mode === 'sample' ? state.step : state.page);
-  if (state.mode === 'inspect' && state.inspect) {
+  const t = target(state.mode, state.mode === 'sample' ? state.step : state.mode === 'list' && state.list ? state.list.page : state.page);
+  if (state.mode === 'list' && state.list) {
+    const l = state.list;
+    const a = l.page * size;
+    $('#grid-range').textContent = l.indices.length
+      ? `${fmtInt(a + 1)}–${fmtInt(a + t.indices.length)} of ${fmtInt(l.indices.length)} records: ${l.what}`
+      : `No records: ${l.what}`;
+    $('#grid-note').textContent = '';
+    if (!l.indices.length) {
+      grid.setStreams(allStreams());
+      $('#grid').replaceChildren(el('div', { class: 'empty' }, `No record matches ${l.what}.`));
+      return;
+    }
+  } else if (state.mode === 'inspect' && state.inspect) {
     const s = state.inspect;
     $('#grid-range').textContent = `${fmtInt(t.indices.length)} records of step ${fmtInt(s.step)}, rank ${s.rank} of ${s.shardCount}`;
     $('#grid-note').textContent = 'what the training run read (step inspector)';
@@ -348,7 +371,7 @@ async function refresh() {
   setStatus(state.main.store.threaded ? 'threaded worker' : 'worker');
   // Read the next page (or sample) ahead while this one is looked at.
   const next = state.mode === 'sample' ? state.step + 1 : state.page + 1;
-  if (state.mode !== 'inspect' && (state.mode === 'sample' || next < pageCount())) {
+  if (state.mode !== 'inspect' && state.mode !== 'list' && (state.mode === 'sample' || next < pageCount())) {
     const ahead = target(state.mode, next);
     grid.prefetch(ahead.key, ahead.indices);
   }
@@ -408,7 +431,10 @@ function goPage(p) {
 /** @param {number} delta  pages or steps */
 function move(delta) {
   if (!state.main) return;
-  if (state.mode === 'inspect' && state.inspect) {
+  if (state.mode === 'list' && state.list) {
+    state.list.page = Math.max(0, Math.min(pageCount() - 1, state.list.page + delta));
+    refresh();
+  } else if (state.mode === 'inspect' && state.inspect) {
     inspector.show(Math.max(0, state.inspect.step + delta), state.inspect.rank);
   } else if (state.mode === 'sample') {
     state.step = Math.max(0, state.step + delta);
@@ -462,6 +488,55 @@ function openDetail(i) {
   syncUrl();
 }
 
+// ------------------------------------------------------------------ filters and lists
+
+/** The streams by the names a filter uses: each stream's own name (letters, digits, _ . -,
+ *  starting with a letter) and s1, s2, ... in the order shown. */
+function filterNames() {
+  /** @type {Record<string, any>} */
+  const out = {};
+  allStreams().forEach((s, k) => {
+    out[`s${k + 1}`] = s.store;
+    let name = s.short.replace(/[^A-Za-z0-9_.-]/g, '_');
+    if (!/^[A-Za-z_]/.test(name)) name = `_${name}`;
+    if (!(name in out)) out[name] = s.store;
+  });
+  return out;
+}
+
+/** Shows `indices` in the grid, page by page (`what` says which; `filter` is kept in the URL). */
+function showList(/** @type {string} */ what, /** @type {string | null} */ filter, /** @type {number[]} */ indices, page = 0) {
+  state.mode = 'list';
+  state.list = { what, filter, indices, page };
+  state.highlight = null;
+  refresh();
+}
+
+let filterRun = 0;
+/** Runs a filter over the streams and shows its matches. */
+async function runFilter(/** @type {string} */ text, page = 0) {
+  const note = $('#filter-note');
+  $('#filter-input', HTMLInputElement).value = text;
+  const run = ++filterRun;
+  note.dataset.v = '';
+  note.textContent = 'filtering…';
+  try {
+    const t0 = performance.now();
+    const found = await filterRecords(filterNames(), text, {
+      onProgress: (done, total, hits) => { if (run === filterRun) note.textContent = `filtering… ${fmtInt(done)} / ${fmtInt(total)} (${fmtInt(hits)} found)`; },
+    });
+    if (run !== filterRun) return;
+    note.dataset.v = String(found.length);
+    note.textContent = `${fmtInt(found.length)} of ${fmtInt(length())} records match (${((performance.now() - t0) / 1000).toFixed(2)} s)`;
+    showList(`filter ${text}`, text, Array.from(found), page);
+  } catch (e) {
+    if (run !== filterRun) return;
+    note.dataset.v = 'error';
+    note.textContent = '';
+    showError(e, 'Filtering');
+  }
+}
+
 // ------------------------------------------------------------------ the address bar
 
 function syncUrl() {
@@ -471,7 +546,10 @@ function syncUrl() {
     state.streams.forEach((s, k) => { if (s.url) q.set(`store${k + 2}`, s.url); });
   }
   if (state.main) {
-    if (state.mode === 'inspect' && inspector.text) q.set('run', toB64(inspector.text));
+    if (state.mode === 'list' && state.list?.filter) {
+      q.set('filter', state.list.filter);
+      if (state.list.page) q.set('page', String(state.list.page + 1));
+    } else if (state.mode === 'inspect' && inspector.text) q.set('run', toB64(inspector.text));
     else if (state.mode === 'sample') {
       q.set('seed', String(state.seed));
       q.set('step', String(state.step));
@@ -521,10 +599,23 @@ function fromUrl() {
       }
     })(),
     place: placeOf(location.hash),
+    filter: q.get('filter'),
   };
 }
 
 // ------------------------------------------------------------------ controls
+
+$('#filter-form').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const text = $('#filter-input', HTMLInputElement).value.trim();
+  if (!state.main) return;
+  if (!text) {
+    filterRun++;
+    $('#filter-note').textContent = '';
+    return goPage(0);
+  }
+  runFilter(text);
+});
 
 $('#url-form').addEventListener('submit', (ev) => {
   ev.preventDefault();
@@ -551,17 +642,19 @@ dirInput.addEventListener('change', () => {
 });
 
 $('#first').addEventListener('click', () => {
+  if (state.mode === 'list' && state.list) return move(-state.list.page);
   if (state.mode !== 'sample') return goPage(0);
   state.step = 0;
   return refresh();
 });
 $('#prev').addEventListener('click', () => move(-1));
 $('#next').addEventListener('click', () => move(1));
-$('#last').addEventListener('click', () => goPage(pageCount() - 1));
+$('#last').addEventListener('click', () => (state.mode === 'list' && state.list ? move(pageCount()) : goPage(pageCount() - 1)));
 $('#page-input', HTMLInputElement).addEventListener('change', (ev) => {
   const v = Number(/** @type {HTMLInputElement} */ (ev.currentTarget).value);
   if (!Number.isInteger(v)) return updateToolbar();
   if (state.mode === 'inspect' && state.inspect) return inspector.show(Math.max(0, v), state.inspect.rank);
+  if (state.mode === 'list' && state.list) return move(v - 1 - state.list.page);
   if (state.mode === 'sample') {
     state.step = Math.max(0, v);
     refresh();

@@ -80,7 +80,7 @@ function asDrawn(h, integer) {
 export class Statistics {
   /**
    * @param {HTMLElement} root
-   * @param {{onError: (e: any, context: string) => void, onOpenRecord: (index: number) => void}} hooks
+   * @param {{onError: (e: any, context: string) => void, onOpenRecord: (index: number) => void, onShowList?: (what: string, indices: number[]) => void}} hooks
    */
   constructor(root, hooks) {
     this.root = root;
@@ -206,11 +206,18 @@ export class Statistics {
       draws.push([canvas, asDrawn(p.lengths.histogram, true), 'records']);
     }
     const d = p.duplicates;
+    /** A button that shows `indices` in the grid. @param {string} label @param {string} what @param {number[]} indices @param {string} k */
+    const showAll = (label, what, indices, k) => (this.hooks.onShowList
+      ? el('button', { class: 'btn small', type: 'button', dataset: { k }, onclick: () => this.hooks.onShowList?.(what, indices) }, label)
+      : null);
+    const dupIndices = d.listed.flat().sort((/** @type {number} */ a, /** @type {number} */ b) => a - b);
     parts.push(el('div', { class: 'stats-line', dataset: { k: 'stats-duplicates', v: JSON.stringify(d) } }, el('h4', {}, 'Duplicates'),
+      d.groups ? showAll('Show in the grid', `the ${fmtInt(d.groups)} groups of equal records${d.groups > d.listed.length ? ` (the first ${d.listed.length})` : ''}`, dupIndices, 'stats-show-duplicates') : null, ' ',
       d.groups ? [`${fmtInt(d.groups)} group${d.groups === 1 ? '' : 's'} of equal records (${fmtInt(d.extraRecords)} repeats): `,
         d.listed.slice(0, 8).flatMap((/** @type {number[]} */ g, /** @type {number} */ k) => [k ? ' · ' : '', '[', ...links(g, 6), g.length > 6 ? ', …' : '', ']'])]
         : 'none: every record differs'));
     parts.push(el('div', { class: 'stats-line', dataset: { k: 'stats-nan', v: JSON.stringify(p.nanRecords) } }, el('h4', {}, 'Records with NaN'),
+      p.nanRecords.count ? showAll('Show in the grid', `records with NaN${p.nanRecords.count > p.nanRecords.indices.length ? ` (the first ${p.nanRecords.indices.length})` : ''}`, p.nanRecords.indices, 'stats-show-nan') : null, ' ',
       p.nanRecords.count ? [`${fmtInt(p.nanRecords.count)}: `, ...links(p.nanRecords.indices), p.nanRecords.count > 12 ? ', …' : ''] : 'none'));
     parts.push(el('table', { class: 'stats-table', dataset: { k: 'stats-codecs', v: JSON.stringify(p.codecs) } },
       el('tr', {}, ['codec', 'records', 'stored', 'decoded'].map((h) => el('th', {}, h))),

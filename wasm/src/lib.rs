@@ -20,6 +20,7 @@
 //! the calling thread returns to its event loop ([`DecodeJob`], `Reader.decodeStart`).
 
 mod error;
+mod filter;
 mod image;
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
 mod job;
@@ -30,6 +31,7 @@ mod profile;
 mod reader;
 mod sampler;
 
+pub use filter::Filter;
 pub use image::{decode_image, default_max_pixels, image_header, image_problem};
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
 pub use job::DecodeJob;

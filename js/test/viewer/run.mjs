@@ -17,6 +17,9 @@
 //   ragged     per-record lengths on the tiles and the length histogram's numbers
 //   statistics the statistics panel's numbers against NumPy and Node's profile, a NaN record
 //              opened from it, the cached result on reopening, cancel and recompute
+//   filters    an expression over two streams: the matches' count and pages against Node, the
+//              link reproducing them, a syntax error's place, len() over ragged records, and the
+//              statistics panel's NaN records and duplicate groups shown in the grid
 //   inspector  a run's receipt pasted: each rank's records at a step equal what Python's loaders
 //              yielded (before and after a resume on 3 ranks); the address bar's link reproduces it
 //   errors     bad magic, a truncated chunk, a missing chunk file, a missing store, and a server
@@ -694,6 +697,64 @@ await test('step inspector: a run\'s receipt shows what each rank read at a step
   await again.click('#run-show');
   await waitBanner(again);
   check(/not consumed/.test(await bannerText(again)), 'a step the run did not take');
+});
+
+await test('filters: matches of an expression over two streams page through the grid, counted, kept in the address', async (newPage) => {
+  const page = await newPage(`store=${fixture('u8img_zstd')}&store2=${fixture('labels_i64_zstd')}`);
+  await page.waitForFunction(() => document.querySelectorAll('#stream-list .chip').length === 2);
+  await rendered(page);
+  const labels = await nodeStore('labels_i64_zstd');
+  const all = Array.from(await labels.gather(Array.from({ length: labels.length }, (_, k) => k)), Number);
+  const want = all.flatMap((v, i) => (v === 3 || v === 7 ? [i] : []));
+  await page.fill('#filter-input', 'labels_i64_zstd == 3 || s2 == 7');
+  await page.press('#filter-input', 'Enter');
+  await page.waitForFunction(() => /^\d+$/.test(/** @type {HTMLElement} */ (document.querySelector('[data-k="filter"]')).dataset.v ?? ''));
+  eq(Number(await page.$eval('[data-k="filter"]', (e) => e.dataset.v)), want.length, 'the count of matches');
+  await page.waitForFunction(() => /** @type {HTMLElement} */ (document.querySelector('#grid')).dataset.key?.startsWith('list:'));
+  await rendered(page);
+  eq(await tileIndices(page), want.slice(0, PAGE), 'the first page of matches');
+  check(decodeURIComponent(page.url()).includes('filter=labels_i64_zstd == 3 || s2 == 7'.replace(/ /g, '+')) || page.url().includes('filter='), `the filter in the address: ${page.url()}`);
+  if (want.length > PAGE) {
+    await page.click('#next');
+    await page.waitForFunction(() => /** @type {HTMLElement} */ (document.querySelector('#grid')).dataset.key?.includes(':1:'));
+    await rendered(page);
+    eq(await tileIndices(page), want.slice(PAGE, 2 * PAGE), 'the second page of matches');
+  }
+  // The link reproduces the filtered view.
+  const again = await newPage(null, { url: page.url() });
+  await again.waitForFunction(() => /** @type {HTMLElement} */ (document.querySelector('#grid')).dataset.key?.startsWith('list:'), null, { timeout: 20_000 });
+  await rendered(again);
+  eq(await tileIndices(again), want.slice(want.length > PAGE ? PAGE : 0, want.length > PAGE ? 2 * PAGE : PAGE), 'the link\'s page of matches');
+  // docs/images/viewer-filter.png is a copy of this one.
+  await again.locator('section.records').screenshot({ path: join(ART, 'filter.png') });
+  // A syntax error says where.
+  await again.fill('#filter-input', 's2 == )');
+  await again.press('#filter-input', 'Enter');
+  await waitBanner(again);
+  check(/character 6/.test(await bannerText(again)), `the error names the place: ${await bannerText(again)}`);
+  // Ragged lengths: len() over the tokens fixture.
+  const tok = await newPage(`store=${fixture('tokens_i32_ragged_zstd')}`);
+  await rendered(tok);
+  const ref = await nodeStore('tokens_i32_ragged_zstd');
+  const lens = Array.from(await ref.lengths(Array.from({ length: ref.length }, (_, k) => k)), (b) => b / 4);
+  await tok.fill('#filter-input', 'len(s1) > 40');
+  await tok.press('#filter-input', 'Enter');
+  await tok.waitForFunction(() => /** @type {HTMLElement} */ (document.querySelector('#grid')).dataset.key?.startsWith('list:'));
+  await rendered(tok);
+  eq(await tileIndices(tok), lens.flatMap((n, i) => (n > 40 ? [i] : [])).slice(0, PAGE), 'records longer than 40');
+  // NaN records from the statistics panel, one click away in the grid.
+  const st = await newPage('store=/extra/stats/');
+  await rendered(st);
+  await st.click('text=Compute statistics');
+  await st.waitForFunction(() => ['done', 'cached'].includes(/** @type {HTMLElement} */ (document.querySelector('[data-k="stats-state"]')).dataset.v ?? ''));
+  await st.click('[data-k="stats-show-nan"]');
+  await st.waitForFunction(() => /** @type {HTMLElement} */ (document.querySelector('#grid')).dataset.key?.startsWith('list:'));
+  await rendered(st);
+  eq(await tileIndices(st), [7], 'the NaN record in the grid');
+  await st.click('[data-k="stats-show-duplicates"]');
+  await st.waitForFunction(() => /** @type {HTMLElement} */ (document.querySelector('#grid')).dataset.key?.startsWith('list:the'));
+  await rendered(st);
+  eq(await tileIndices(st), [3, 10, 11], 'the duplicate group in the grid');
 });
 
 await test('errors are shown as readable messages', async (newPage) => {
