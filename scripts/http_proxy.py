@@ -30,6 +30,7 @@ class Proxy:
         self._lock = threading.Lock()
         self._local = threading.local()
         self.requests = self.peak = self._inflight = 0
+        self.log = False
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -51,6 +52,8 @@ class Proxy:
 
             def _answer(self):
                 action = proxy._next(self.command, self.path)
+                if proxy.log:
+                    print(f"{time.monotonic():.3f} {self.command} {self.path} {self.headers.get('Range', '')}", file=sys.stderr, flush=True)
                 if action == "drop":
                     self.close_connection = True
                     self.connection.close()
@@ -131,3 +134,13 @@ class Proxy:
 
     def close(self):
         self._server.shutdown()
+
+
+if __name__ == "__main__":
+    # python scripts/http_proxy.py UPSTREAM [DELAY_SECONDS]: prints the proxy's URL, serves
+    # until stdin closes (so a parent process that dies takes the proxy with it).
+    p = Proxy(sys.argv[1], float(sys.argv[2]) if len(sys.argv) > 2 else 0.0)
+    p.log = bool(__import__("os").environ.get("LOADERX_PROXY_LOG"))
+    print(p.url, flush=True)
+    sys.stdin.read()
+    p.close()

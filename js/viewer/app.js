@@ -64,6 +64,13 @@ const state = {
   list: null,
 };
 let nextId = 1;
+/** What waits for the first page of a store opened (its overview). @type {(() => void) | null} */
+let afterFirstPage = null;
+function runAfterFirstPage() {
+  const run = afterFirstPage;
+  afterFirstPage = null;
+  run?.();
+}
 /** @type {Sampler | null} */
 let sampler = null;
 let samplerKey = '';
@@ -223,8 +230,16 @@ async function openMain(what, restore = {}) {
   $('#store-name').textContent = entry.label;
   $('#store-source').textContent = entry.shown ? `over HTTP: ${entry.shown}` : 'local files';
   document.title = `${entry.label} · loaderx viewer`;
-  overview.show(state.main);
-  statistics.show(state.main);
+  // The overview and the statistics panel read the whole table and checksums (stats, digest):
+  // over a slow link that would delay the first page, so they start once it is drawn.
+  const shown = state.main;
+  overview.clear();
+  afterFirstPage = () => {
+    if (state.main !== shown) return;
+    overview.show(shown);
+    statistics.show(shown);
+  };
+  setTimeout(runAfterFirstPage, 3000);
   setStatus(entry.store.threaded ? 'threaded worker' : 'worker');
   status.title = entry.store.threaded ? 'decoding on a wasm thread pool in a Web Worker' : 'decoding in a Web Worker';
   for (const url of restore.streams ?? []) {
@@ -326,6 +341,7 @@ async function refresh() {
   syncUrl();
   const size = effectiveSize();
   if (!n) {
+    runAfterFirstPage();
     grid.setStreams(allStreams());
     $('#grid').replaceChildren(el('div', { class: 'empty' }, 'This store has no records.'));
     $('#grid-range').textContent = 'No records';
@@ -363,10 +379,12 @@ async function refresh() {
   try {
     info = await grid.show({ key: t.key, indices: t.indices, highlight: state.highlight, show: state.show, contrast: state.contrast });
   } catch (e) {
+    runAfterFirstPage();
     setStatus(state.main?.store.threaded ? 'threaded worker' : 'worker');
     showError(e, 'Reading records');
     return;
   }
+  runAfterFirstPage();
   if (!info) return;
   setStatus(state.main.store.threaded ? 'threaded worker' : 'worker');
   // Read the next page (or sample) ahead while this one is looked at.

@@ -49,6 +49,13 @@ export class Overview {
     this.token = 0;
   }
 
+  /** Empties the overview (a store is opening; `show` fills it in). */
+  clear() {
+    this.token++;
+    this.root.replaceChildren();
+    this.lengthsRoot.hidden = true;
+  }
+
   /**
    * Shows `entry` ({store, label, interp}); stats, lengths and verify fill in as they arrive.
    * @param {Stream} entry
