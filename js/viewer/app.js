@@ -2,7 +2,7 @@
 // opening stores (URL, folder picker, <input webkitdirectory>, drop), paging, jumping, sampling,
 // and the error banner. Decoding happens in the package's worker (threaded when the page is
 // cross-origin isolated); this thread only draws.
-import { Sampler, filterRecords } from '../src/browser.js';
+import { Mask, Sampler, filterRecords } from '../src/browser.js';
 import { $, el, fmtInt } from './util.js';
 import { Interp } from './render.js';
 import { canPickDirectory, describeError, hasSecrets, openStore, pickDirectory, shownUrl, sourceFromDrop } from './open.js';
@@ -328,6 +328,7 @@ function updateToolbar() {
   $('#last', HTMLButtonElement).disabled = sample || $('#next', HTMLButtonElement).disabled;
   $('#sample-btn', HTMLButtonElement).disabled = !n;
   $('#pages-btn').hidden = !sample && state.mode !== 'list';
+  $('#mask-btn').hidden = !(state.mode === 'list' && state.list?.indices.length);
   sampleLabel.textContent = sample ? ' Next sample' : ' Random sample';
   $('.records').classList.toggle('sampling', sample);
 }
@@ -529,6 +530,25 @@ function showList(/** @type {string} */ what, /** @type {string | null} */ filte
   state.highlight = null;
   refresh();
 }
+
+/** Saves the listed records as an exclusion mask of the main store (a download). */
+async function saveMask() {
+  if (!state.main || state.mode !== 'list' || !state.list) return;
+  const btn = $('#mask-btn', HTMLButtonElement);
+  btn.disabled = true;
+  try {
+    const mask = await Mask.build(state.main.store, state.list.indices);
+    const a = el('a', { href: URL.createObjectURL(new Blob([/** @type {BlobPart} */ (mask.toBytes())], { type: 'application/octet-stream' })), download: `${state.main.short}.lxmask` });
+    mask.free();
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+  } catch (e) {
+    showError(e, 'Saving the mask');
+  } finally {
+    btn.disabled = false;
+  }
+}
+$('#mask-btn').addEventListener('click', saveMask);
 
 let filterRun = 0;
 /** Runs a filter over the streams and shows its matches. */

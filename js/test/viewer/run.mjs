@@ -19,7 +19,8 @@
 //              opened from it, the cached result on reopening, cancel and recompute
 //   filters    an expression over two streams: the matches' count and pages against Node, the
 //              link reproducing them, a syntax error's place, len() over ragged records, and the
-//              statistics panel's NaN records and duplicate groups shown in the grid
+//              statistics panel's NaN records and duplicate groups shown in the grid; the matches
+//              saved as a mask that Python's loaderx.mask reads and checks against the store
 //   inspector  a run's receipt pasted: each rank's records at a step equal what Python's loaders
 //              yielded (before and after a resume on 3 ranks); the address bar's link reproduces it
 //   errors     bad magic, a truncated chunk, a missing chunk file, a missing store, and a server
@@ -720,6 +721,19 @@ await test('filters: matches of an expression over two streams page through the 
     await rendered(page);
     eq(await tileIndices(page), want.slice(PAGE, 2 * PAGE), 'the second page of matches');
   }
+  // The matches saved as an exclusion mask: Python's loader takes it for this store.
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#mask-btn')]);
+  const maskPath = join(ART, 'filtered.lxmask');
+  await download.saveAs(maskPath);
+  const py = spawnSync(PY, ['-c', `
+import sys, json
+from loaderx.mask import Mask
+m = Mask.load(sys.argv[1])
+m.check(sys.argv[2])
+print(json.dumps(m.excluded_indices().tolist()))
+`, maskPath, join(FIXTURES, 'u8img_zstd', 'store')], { encoding: 'utf8' });
+  check(py.status === 0, `Python reads the mask: ${py.stderr}`);
+  eq(JSON.parse(py.stdout), want, 'the mask excludes the matches, for this store');
   // The link reproduces the filtered view.
   const again = await newPage(null, { url: page.url() });
   await again.waitForFunction(() => /** @type {HTMLElement} */ (document.querySelector('#grid')).dataset.key?.startsWith('list:'), null, { timeout: 20_000 });
