@@ -1,6 +1,6 @@
 // The step inspector's rule (stepRecords) against Python's loaders: for every sampler mode, a run
-// whose world size changes on resume (two segments of receipts), a loader state, and a run through
-// an exclusion mask, Node gives each rank the records Python's DataLoader read at that step
+// whose world size changes on resume (two segments of receipts), a loader state, a mixed run with
+// a linear schedule resumed with new weights, and a run through an exclusion mask, Node gives each rank the records Python's DataLoader read at that step
 // (`loaderx.receipt.indices`, itself checked against the batches in the Python tests), and the
 // batches the loader actually yielded.
 import { after, before, describe, test } from 'node:test';
@@ -41,6 +41,29 @@ for mode in (0, 1, 2):
         seen[6 + k] = [ranks[r][k] for r in range(3)]
     out[mode] = {"receipt": receipt, "state": state, "seen": seen,
                  "python": {k: indices(receipt, k)["ranks"] for k in range(11)}}
+# A mix of two sources with a linear schedule, resumed on 2 ranks with new weights.
+from_numpy(f"{root}/other", np.arange(1000, 1090, dtype=np.int64), codec="raw")
+other = DenseDataset(f"{root}/other")
+sched = {"points": [[0, [3.0, 1.0]], [6, [1.0, 1.0]]], "interpolation": "linear"}
+mixed = {}
+with DataLoader.mix([{"x": ds}, {"x": other}], sched, batch_size=16, mode=2, seed=4, num_workers=1) as a:
+    for k in range(5):
+        mixed[k] = [np.asarray(next(a)["x"]).tolist()]
+    st = a.state_dict()
+ranks = []
+for r in range(2):
+    with DataLoader.mix([{"x": ds}, {"x": other}], [1.0, 3.0], batch_size=16, mode=2, seed=4, shard_index=r, shard_count=2, num_workers=1) as b:
+        b.load_state_dict(st)
+        ranks.append([np.asarray(next(b)["x"]).tolist() for _ in range(3)])
+        if r == 0:
+            mreceipt = b.receipt()
+for k in range(3):
+    mixed[5 + k] = [ranks[r][k] for r in range(2)]
+# The loaders yield the records' values: ids 0..256 for ds, 1000.. for other; joined indices are
+# ds's index, or 257 + (value - 1000).
+to_joined = lambda rows: [[v if v < 1000 else 257 + v - 1000 for v in row] for row in rows]
+out["mix"] = {"receipt": mreceipt, "state": st, "seen": {k: to_joined(v) for k, v in mixed.items()},
+              "python": {k: indices(mreceipt, k)["ranks"] for k in range(8)}}
 mask = Mask.build(ds, [0, 1, 2, 100, 256])
 mask.save(f"{root}/ids.lxmask")
 with DataLoader({"x": ds}, batch_size=16, mode=2, seed=1, exclude=mask, num_workers=1) as m:
@@ -83,8 +106,19 @@ describe('stepRecords against Python loaders', () => {
     assert.throws(() => stepRecords(receipt, 0, { mask, digest: 'sha256:00' }), { code: 'LOADERX_ARGUMENT' });
   });
 
+  test('a mixed run with a schedule, resumed on 2 ranks with new weights', (t) => {
+    if (py.missing) return skipUnlessRequired(t, py.missing, ['LOADERX_REQUIRE_PY']);
+    const { receipt, state, seen, python } = py.value.mix;
+    for (let k = 0; k < 8; k++) {
+      const got = stepRecords(receipt, k);
+      assert.deepEqual(got.ranks, python[k], `step ${k}: Python's receipt.indices`);
+      assert.deepEqual(got.ranks, seen[k], `step ${k}: what the loaders yielded`);
+    }
+    assert.deepEqual(stepRecords(state, 2).ranks, seen[2], 'the state, by its history');
+  });
+
   test('what is not a run is refused readably', () => {
-    for (const bad of [null, 3, {}, { config: { length: 5, batch_size: 2, mode: 1, seed: 1, mix: [2, 3] } }, { config: { length: -1, batch_size: 2, mode: 1, seed: 1 } }]) {
+    for (const bad of [null, 3, {}, { config: { length: 5, batch_size: 2, mode: 1, seed: 1, mix: [2, 'x'] } }, { config: { length: -1, batch_size: 2, mode: 1, seed: 1 } }]) {
       assert.throws(() => stepRecords(bad, 0), { code: 'LOADERX_ARGUMENT' }, JSON.stringify(bad));
     }
   });

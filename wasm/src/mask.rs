@@ -8,15 +8,7 @@ use loaderx_core::mask::{self, identity_text, Identity, Kept, Mask as CoreMask};
 use wasm_bindgen::prelude::*;
 
 use crate::error::{argument, js};
-use crate::reader::Reader;
-
-fn whole(x: f64, what: &str) -> Result<u64, JsValue> {
-    if x >= 0.0 && x.fract() == 0.0 && x <= 2f64.powi(53) {
-        Ok(x as u64)
-    } else {
-        Err(argument(&format!("{what} must be a non-negative integer, got {x}")))
-    }
-}
+use crate::reader::{size, Reader};
 
 fn identity_of(bytes: &[u8]) -> Result<[u8; 32], JsValue> {
     bytes.try_into().map_err(|_| argument(&format!("a store identity is 32 bytes, got {}", bytes.len())))
@@ -45,8 +37,8 @@ impl MaskFile {
 
     /// A mask over `length` records of the store with `identity` (32 bytes), excluding `indices`.
     pub fn build(length: f64, identity: &[u8], indices: &[f64]) -> Result<MaskFile, JsValue> {
-        let idx = indices.iter().map(|&i| whole(i, "an index")).collect::<Result<Vec<_>, _>>()?;
-        with_kept(CoreMask::new(whole(length, "length")?, identity_of(identity)?, idx).map_err(js)?)
+        let idx = indices.iter().map(|&i| size(i, "an index")).collect::<Result<Vec<_>, _>>()?;
+        with_kept(CoreMask::new(size(length, "length")?, identity_of(identity)?, idx).map_err(js)?)
     }
 
     #[wasm_bindgen(js_name = toBytes)]
@@ -56,7 +48,7 @@ impl MaskFile {
 
     /// Refuses a store of another length or identity.
     pub fn check(&self, length: f64, identity: &[u8]) -> Result<(), JsValue> {
-        self.mask.check(whole(length, "length")?, &identity_of(identity)?).map_err(js)
+        self.mask.check(size(length, "length")?, &identity_of(identity)?).map_err(js)
     }
 
     /// The records at positions `indices` of the kept records (each below `kept`).
@@ -64,7 +56,7 @@ impl MaskFile {
         indices
             .iter()
             .map(|&j| {
-                let j = whole(j, "a kept index")?;
+                let j = size(j, "a kept index")?;
                 self.kept.select(j).map(|r| r as f64).ok_or_else(|| {
                     argument(&format!("kept index {j} is not below the {} kept records", self.kept.count()))
                 })
@@ -146,7 +138,7 @@ impl MaskIdentity {
 /// The records whose bytes enter the identity of a store of `length` records without checksums.
 #[wasm_bindgen(js_name = maskSamples)]
 pub fn mask_samples(length: f64) -> Result<Vec<f64>, JsValue> {
-    Ok(mask::sampled(whole(length, "length")?).into_iter().map(|i| i as f64).collect())
+    Ok(mask::sampled(size(length, "length")?).into_iter().map(|i| i as f64).collect())
 }
 
 /// The identity of stores read as one, from theirs (32 bytes each, in order).

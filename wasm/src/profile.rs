@@ -11,7 +11,7 @@ use loaderx_core::schema::{Kind, Schema};
 use wasm_bindgen::prelude::*;
 
 use crate::error::argument;
-use crate::reader::Reader;
+use crate::reader::{size, Reader};
 
 /// A profile being accumulated for one store (or one manifest's stores, read as one).
 #[wasm_bindgen]
@@ -20,16 +20,8 @@ pub struct Profiler {
     inner: Profile,
 }
 
-fn whole(x: f64, what: &str) -> Result<u64, JsValue> {
-    if x >= 0.0 && x.fract() == 0.0 && x <= 2f64.powi(53) {
-        Ok(x as u64)
-    } else {
-        Err(argument(&format!("{what} must be a non-negative integer, got {x}")))
-    }
-}
-
 fn lens_of(lens: &[f64]) -> Result<Vec<u64>, JsValue> {
-    lens.iter().map(|&l| whole(l, "record lengths")).collect()
+    lens.iter().map(|&l| size(l, "record lengths")).collect()
 }
 
 /// The schema fields a profile reads, from the JavaScript schema object's JSON
@@ -69,7 +61,7 @@ impl Profiler {
 
     /// The first pass: records `first..first + lens.length`, their decoded bytes back to back.
     pub fn add(&mut self, first: f64, data: &[u8], lens: &[f64]) -> Result<(), JsValue> {
-        let first = whole(first, "first")?;
+        let first = size(first, "first")?;
         self.inner.add(first, data, &lens_of(lens)?).map_err(|e| argument(&e))
     }
 

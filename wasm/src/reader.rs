@@ -63,7 +63,8 @@ pub struct Reader {
 /// Sidecar ranges are coalesced up to this many bytes.
 const SLOT_RANGE: u64 = 1 << 20;
 
-fn size(x: f64, what: &str) -> Result<u64, JsValue> {
+/// A JavaScript number that must be a whole count (a length, an index): exact up to 2^53.
+pub(crate) fn size(x: f64, what: &str) -> Result<u64, JsValue> {
     if x >= 0.0 && x.fract() == 0.0 && x <= 2f64.powi(53) {
         Ok(x as u64)
     } else {

@@ -72,3 +72,68 @@ impl Sampler {
         self.inner.batch_len()
     }
 }
+
+/// The core mixer for JavaScript (the step inspector's mixed runs): batches of indices into the
+/// sources' joined index space, as Python's `MixSampler`.
+#[wasm_bindgen]
+#[derive(Debug)]
+pub struct Mixer {
+    inner: loaderx_core::mix::Mixer,
+    buf: Vec<u64>,
+}
+
+#[wasm_bindgen]
+impl Mixer {
+    /// `points`: `[[step, [weight, ...]], ...]` (JSON); `interpolation`: `"step"` or `"linear"`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        lengths: Vec<f64>,
+        points: &str,
+        interpolation: &str,
+        batch_size: u64,
+        mode: u8,
+        seed: u64,
+    ) -> Result<Mixer, JsValue> {
+        use loaderx_core::mix::{Interpolation, Schedule};
+        let lengths = lengths
+            .iter()
+            .map(|&n| {
+                if n >= 0.0 && n.fract() == 0.0 && n <= MAX_SAFE as f64 {
+                    Ok(n as u64)
+                } else {
+                    Err(argument("source lengths must be whole numbers"))
+                }
+            })
+            .collect::<Result<Vec<u64>, _>>()?;
+        let points: Vec<(u64, Vec<f64>)> =
+            serde_json::from_str(points).map_err(|e| argument(&format!("schedule points: {e}")))?;
+        let interpolation = match interpolation {
+            "step" => Interpolation::Step,
+            "linear" => Interpolation::Linear,
+            other => {
+                return Err(argument(&format!("interpolation must be 'step' or 'linear', got {other:?}")))
+            }
+        };
+        let mode = Mode::try_from(mode).map_err(js)?;
+        let schedule = Schedule::new(points, interpolation, batch_size).map_err(js)?;
+        let inner = loaderx_core::mix::Mixer::scheduled(&lengths, schedule, mode, seed).map_err(js)?;
+        if inner.batch_len() > MAX_BATCH {
+            return Err(argument("batch size must be at most 2^24 in JavaScript"));
+        }
+        Ok(Mixer { inner, buf: Vec::new() })
+    }
+
+    /// Continue each source's stream from `positions` at `step`.
+    pub fn rebase(&mut self, step: u64, positions: Vec<f64>) -> Result<(), JsValue> {
+        let positions: Vec<u64> = positions.iter().map(|&p| p as u64).collect();
+        self.inner.rebase(step, &positions).map_err(js)
+    }
+
+    /// Batch `step`.
+    #[wasm_bindgen(js_name = batchAt)]
+    pub fn batch_at(&mut self, step: u64) -> Result<Vec<f64>, JsValue> {
+        self.buf.resize(self.inner.batch_len(), 0);
+        let got = self.inner.batch_at(step, &mut self.buf).map_err(js)?;
+        Ok(self.buf[..got].iter().map(|&i| i as f64).collect())
+    }
+}
