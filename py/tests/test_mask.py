@@ -152,3 +152,36 @@ def test_aligned_streams_and_manifests(tmp_path):
     ys = np.concatenate([np.asarray(b["y"]) for b in batches])
     assert xs.tolist() == [i for i in range(600) if i not in (1, 299, 300, 599)] + xs[596:].tolist()
     assert (ys == xs * 10).all()
+
+
+def test_a_mix_takes_one_mask_per_source(store, tmp_path):
+    other = tmp_path / "other"
+    from_numpy(other, np.arange(5000, 5200, dtype=np.int64), codec="raw")
+    a, b = DenseDataset(store), DenseDataset(other)
+    mask = Mask.build(store, EXCLUDED)
+    masked_b = Mask.build(other, range(0, 200, 2))  # the odd ones of other stay
+    args = dict(batch_size=30, mode="cyclic", seed=2, num_workers=2)
+    with DataLoader.mix([{"x": a}, {"x": b}], [2.0, 1.0], exclude=[mask, masked_b], **args) as loader:
+        batches = _ids(loader, 12)
+        state = loader.state_dict()
+        after = _ids(loader, 3)
+    seen = np.concatenate(batches)
+    assert not np.isin(seen, EXCLUDED).any()
+    assert not np.isin(seen, np.arange(5000, 5200, 2)).any()
+    # Every batch holds the weights' shares: 20 from the first source, 10 from the second.
+    assert all(sum(v >= 5000 for v in b) == 10 for b in batches)
+    # The second source's 100 kept records, each once in the first pass of its cyclic stream
+    # (10 per batch: the first 10 batches).
+    assert sorted(v for b in batches[:10] for v in b if v >= 5000) == list(range(5001, 5200, 2))
+    with DataLoader.mix([{"x": a}, {"x": b}], [2.0, 1.0], exclude=[mask, masked_b], **args) as again:
+        again.load_state_dict(state)
+        assert _ids(again, 3) == after
+    with DataLoader.mix([{"x": a}, {"x": b}], [2.0, 1.0], exclude=[mask, None], **args) as other_masks:
+        with pytest.raises(BadArgumentError):
+            other_masks.load_state_dict(state)
+    with DataLoader.mix([{"x": a}, {"x": b}], [2.0, 1.0], exclude=[mask, masked_b], workers="processes", **args) as procs:
+        assert _ids(procs, 12) == batches
+    with pytest.raises(BadArgumentError, match="none of these streams"):
+        DataLoader.mix([{"x": a}, {"x": b}], [2.0, 1.0], exclude=[masked_b, None], **args)
+    with pytest.raises(ValueError, match="one mask"):
+        DataLoader.mix([{"x": a}, {"x": b}], [2.0, 1.0], exclude=[mask], **args)

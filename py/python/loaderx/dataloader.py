@@ -47,7 +47,7 @@ from ._closing import Closing
 from ._metrics import Metrics, clock, produce_timed
 from ._state import LoaderState, Shard, base_config
 from .errors import BadArgumentError
-from .mask import Mask, Masked, as_mask
+from .mask import Mask, Masked, MaskedJoin, as_mask
 from .packing import DEFAULT_BINS, PackedSource, check_packing, check_source
 from .sampler import Sampler, _mode
 
@@ -175,7 +175,7 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _check_mask(mask: Mask, streams: dict[str, Stream]) -> None:
+def _check_mask(mask: Mask, streams: Mapping[str, Stream]) -> None:
     """A mask must be for one of the (aligned) streams' stores: its identity and length."""
     problems = []
     for name, ds in streams.items():
@@ -299,6 +299,7 @@ class DataLoader(Closing, Generic[_T]):
         _packed: tuple[int, str, int] | None = None,
         trace: str | os.PathLike[str] | None = None,
         exclude: Mask | str | os.PathLike[str] | None = None,
+        _masks: list[Mask | None] | None = None,
     ) -> None:
         if shuffle is not None:
             raise TypeError(
@@ -325,7 +326,7 @@ class DataLoader(Closing, Generic[_T]):
         mask = None
         if exclude is not None:
             if _mix is not None or _packed is not None:
-                raise ValueError("exclude= applies to aligned streams; DataLoader.mix and DataLoader.packed do not take a mask yet")
+                raise ValueError("exclude= here applies to aligned streams: give DataLoader.mix one mask per source (its exclude=); DataLoader.packed takes none yet")
             mask = as_mask(exclude)
             _check_mask(mask, self.streams)
             self.streams = {name: Masked(ds, mask) for name, ds in self.streams.items()}
@@ -380,6 +381,9 @@ class DataLoader(Closing, Generic[_T]):
         if mask is not None:
             # A state resumes only under the same mask (of the same store).
             config["exclude"] = {"digest": mask.digest, "identity": mask.identity, "excluded": mask.excluded}
+        if _masks is not None:
+            # A mix's masks, per source (None: that source unmasked).
+            config["exclude"] = [None if m is None else {"digest": m.digest, "identity": m.identity, "excluded": m.excluded} for m in _masks]
         self.mask = mask
         if _mix is not None:
             # A state loads with new weights, never into another set of datasets.
@@ -658,6 +662,7 @@ class DataLoader(Closing, Generic[_T]):
         shard_count: int | None = None,
         workers: Literal["threads", "processes"] = "threads",
         interpolation: Literal["step", "linear"] = "step",
+        exclude: Sequence[Mask | str | os.PathLike[str] | None] | None = None,
         **kwargs: Any,
     ) -> DataLoader[_R]:
         """A loader over several datasets in fixed or scheduled proportions (see :mod:`loaderx.mix`).
@@ -670,7 +675,9 @@ class DataLoader(Closing, Generic[_T]):
         source, deterministic in (seed, step) whatever the worker count. ``state_dict`` records
         where each source's stream stands, and a state loads with new weights. The other
         arguments are the DataLoader's; ``kwargs`` are a subclass's own (``sharding`` of
-        :class:`loaderx.jax.DataLoader`).
+        :class:`loaderx.jax.DataLoader`). ``exclude`` has one exclusion mask (or mask file, or
+        None) per source: a source's masked records are never sampled, and its share of each
+        batch comes from its kept records (see :mod:`loaderx.mask`).
         """
         from .mix import MixSampler, _joined
 
@@ -696,6 +703,16 @@ class DataLoader(Closing, Generic[_T]):
                         f"holds {_layout(layouts[0])}; mixed sources must have the same record layout"
                     )
         lengths = [len(next(iter(src.values()))) for src in sources]
+        masks: list[Mask | None] | None = None
+        if exclude is not None:
+            if len(exclude) != len(sources):
+                raise ValueError(f"exclude has {len(exclude)} entries for {len(sources)} sources: one mask (or None) per source")
+            masks = [None if e is None else as_mask(e) for e in exclude]
+            for src, mask in zip(sources, masks):
+                if mask is not None:
+                    _check_mask(mask, src)
+            streams = {name: MaskedJoin(ds, lengths, masks) for name, ds in streams.items()}
+            lengths = [len(MaskedJoin.part(lengths, masks, k)) for k in range(len(sources))]
         sampler = MixSampler(lengths, weights, batch_size, int(_mode(mode)), seed, interpolation=interpolation)
         # cls is this class unparametrized: the transform sets what its loader yields.
         return cast("type[DataLoader[_R]]", cls)(
@@ -710,6 +727,7 @@ class DataLoader(Closing, Generic[_T]):
             shard_count=shard_count,
             workers=workers,
             _mix=sampler,
+            _masks=masks,
             **kwargs,
         )
 

@@ -161,3 +161,56 @@ class Masked:
             mask = self.__dict__["mask"]
             return lambda idxs, step, seed: inner(mask.select(idxs), step, seed)
         return getattr(dataset, name)
+
+
+class MaskedJoin:
+    """A mix's stream (its sources joined in order) read through one mask per source: position
+    ``g`` of the kept records' joined space is source ``j``'s kept record ``g - kept_before[j]``,
+    read at ``lengths_before[j] + select_j(...)`` of the joined stream. Pickles."""
+
+    class _Part:
+        def __init__(self, n: int) -> None:
+            self.n = n
+
+        def __len__(self) -> int:
+            return self.n
+
+    @staticmethod
+    def part(lengths: list[int], masks: list[Mask | None], k: int) -> MaskedJoin._Part:
+        """Source ``k``'s kept records (its whole length without a mask)."""
+        mask = masks[k]
+        return MaskedJoin._Part(lengths[k] if mask is None else mask.kept)
+
+    def __init__(self, joined: Any, lengths: list[int], masks: list[Mask | None]) -> None:
+        self.joined = joined
+        self.lengths = list(lengths)
+        self.masks = list(masks)
+        kept = [len(MaskedJoin.part(self.lengths, self.masks, k)) for k in range(len(self.lengths))]
+        self._kept_before = np.concatenate([[0], np.cumsum(kept)]).astype(np.uint64)
+        self._before = np.concatenate([[0], np.cumsum(self.lengths)]).astype(np.uint64)
+
+    def __len__(self) -> int:
+        return int(self._kept_before[-1])
+
+    def _map(self, idxs: Any) -> npt.NDArray[np.uint64]:
+        g = np.ascontiguousarray(idxs, dtype=np.uint64).ravel()
+        src = np.searchsorted(self._kept_before, g, side="right") - 1
+        out = np.empty_like(g)
+        for k in np.unique(src):
+            at = src == k
+            local = g[at] - self._kept_before[k]
+            mask = self.masks[k]
+            out[at] = self._before[k] + (local if mask is None else mask.select(local))
+        return out
+
+    def __getitems__(self, idxs: Any) -> Any:
+        return self.joined.__getitems__(self._map(idxs))
+
+    def __getattr__(self, name: str) -> Any:
+        joined = self.__dict__.get("joined")
+        if joined is None or name.startswith("__"):
+            raise AttributeError(name)
+        if name == "at_step":
+            inner = joined.at_step
+            return lambda idxs, step, seed: inner(self._map(idxs), step, seed)
+        return getattr(joined, name)
