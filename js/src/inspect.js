@@ -99,6 +99,7 @@ export function makeStepRecords(Sampler, Mixer) {
       const spans = r.segments.map((s) => `${s.start}..${s.end - 1}`).join(', ') || 'none';
       throw bad(`step ${step} was not consumed by this run (steps consumed: ${spans})`);
     }
+    if (Array.isArray(r.config.exclude)) throw bad('this mixed run sampled through masks per source: the inspector does not follow it yet');
     if (r.config.exclude) {
       if (!mask) throw bad('this run sampled through an exclusion mask: open its mask file too');
       if (digest != null && digest !== r.config.exclude.digest) throw bad(`this run used the mask ${r.config.exclude.digest}, not ${digest}`);
