@@ -450,7 +450,12 @@ impl Reader {
             None => {
                 let picks = loaderx_core::mask::sampled(length);
                 let lens = self.lengths_with(&picks, None)?;
-                let (offsets, total) = crate::records::packed(&lens);
+                let mut offsets = Vec::with_capacity(lens.len());
+                let mut total = 0u64;
+                for &len in &lens {
+                    offsets.push(total);
+                    total += u64::from(len);
+                }
                 let mut buf = vec![0u8; total as usize];
                 self.gather(&picks, &mut buf, &offsets)?;
                 let mut at = 0usize;
