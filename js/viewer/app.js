@@ -139,6 +139,7 @@ const inspector = new Inspector($('#inspector'), {
 });
 const grid = new Grid($('#grid'), {
   onOpen: (i) => openDetail(i),
+  onPick: () => pickedChanged(),
   onRendered: (info) => rendered(info),
 });
 const detail = new Detail($('#detail', HTMLDialogElement), {
@@ -210,6 +211,8 @@ async function openMain(what, restore = {}) {
   state.main = enrich(entry);
   state.streams = [];
   for (const s of old) s.store.close();
+  grid.picked.clear();
+  pickedChanged();
   clearError();
   state.mode = 'pages';
   state.page = 0;
@@ -531,13 +534,33 @@ function showList(/** @type {string} */ what, /** @type {string | null} */ filte
   refresh();
 }
 
-/** Saves the listed records as an exclusion mask of the main store (a download). */
-async function saveMask() {
-  if (!state.main || state.mode !== 'list' || !state.list) return;
-  const btn = $('#mask-btn', HTMLButtonElement);
+/** The records picked by hand: their count, and the buttons that use them. */
+function pickedChanged() {
+  const n = grid.picked.size;
+  $('#pick-bar').hidden = n === 0;
+  const note = $('#pick-note');
+  note.dataset.v = String(n);
+  note.textContent = `${fmtInt(n)} picked`;
+}
+const pickedList = () => [...grid.picked].sort((a, b) => a - b);
+$('#pick-show').addEventListener('click', () => showList(`${fmtInt(grid.picked.size)} records picked by hand`, null, pickedList()));
+$('#pick-clear').addEventListener('click', () => {
+  grid.picked.clear();
+  for (const t of document.querySelectorAll('#grid .tile.picked')) t.classList.remove('picked');
+  pickedChanged();
+});
+$('#pick-mask').addEventListener('click', () => saveMask(pickedList(), $('#pick-mask', HTMLButtonElement)));
+
+/**
+ * Saves records as an exclusion mask of the main store (a download).
+ * @param {number[]} indices
+ * @param {HTMLButtonElement} btn
+ */
+async function saveMask(indices, btn) {
+  if (!state.main) return;
   btn.disabled = true;
   try {
-    const mask = await Mask.build(state.main.store, state.list.indices);
+    const mask = await Mask.build(state.main.store, indices);
     const a = el('a', { href: URL.createObjectURL(new Blob([/** @type {BlobPart} */ (mask.toBytes())], { type: 'application/octet-stream' })), download: `${state.main.short}.lxmask` });
     mask.free();
     a.click();
@@ -548,7 +571,9 @@ async function saveMask() {
     btn.disabled = false;
   }
 }
-$('#mask-btn').addEventListener('click', saveMask);
+$('#mask-btn').addEventListener('click', () => {
+  if (state.mode === 'list' && state.list) saveMask(state.list.indices, $('#mask-btn', HTMLButtonElement));
+});
 
 let filterRun = 0;
 /** Runs a filter over the streams and shows its matches. */

@@ -96,7 +96,7 @@ const tileOf = (ev) => (ev.target instanceof Element ? ev.target.closest('.tile[
 export class Grid {
   /**
    * @param {HTMLElement} root the tile container
-   * @param {{onOpen: (index: number) => void, onRendered: (info: RenderInfo) => void}} hooks
+   * @param {{onOpen: (index: number) => void, onRendered: (info: RenderInfo) => void, onPick?: (index: number) => void}} hooks
    */
   constructor(root, hooks) {
     this.root = root;
@@ -108,9 +108,18 @@ export class Grid {
     this.token = 0;
     /** Object URLs of the encoded images on the page, revoked when the page is replaced. @type {string[]} */
     this.urls = [];
+    /** Records picked by hand (Ctrl, Cmd or Shift click), marked on their tiles. @type {Set<number>} */
+    this.picked = new Set();
     root.addEventListener('click', (ev) => {
       const tile = tileOf(ev);
-      if (tile) hooks.onOpen(Number(tile.dataset.index));
+      if (!tile) return;
+      const index = Number(tile.dataset.index);
+      if (ev.ctrlKey || ev.metaKey || ev.shiftKey) {
+        if (this.picked.has(index)) this.picked.delete(index);
+        else this.picked.add(index);
+        tile.classList.toggle('picked', this.picked.has(index));
+        hooks.onPick?.(index);
+      } else hooks.onOpen(index);
     });
     root.addEventListener('keydown', (ev) => {
       const tile = tileOf(ev);
@@ -203,6 +212,7 @@ export class Grid {
       const index = indices[k];
       const tile = el('div', { class: 'tile', role: 'button', tabindex: '0', dataset: { index: String(index) }, 'aria-label': `record ${index}` });
       if (index === highlight) tile.classList.add('hl');
+      if (this.picked.has(index)) tile.classList.add('picked');
       const head = el('div', { class: 'tile-head' }, el('span', { class: 'tile-index' }, `#${fmtInt(index)}`));
       tile.append(head);
       this.streams.forEach((s, si) => {
