@@ -50,3 +50,7 @@ export declare function imageHeader(bytes: Uint8Array | ArrayBuffer | ArrayBuffe
 export declare function decodeImage(bytes: Uint8Array | ArrayBuffer | ArrayBufferView, options?: ImageOptions): DecodedImage;
 /** Why an encoded image does not decode, or undefined when it does. */
 export declare function imageProblem(bytes: Uint8Array | ArrayBuffer | ArrayBufferView, options?: ImageOptions): string | undefined;
+
+/** Starts the worker (and its wasm build, threaded in a cross-origin-isolated page) before the
+ *  first store is opened, and keeps it for the page's life. */
+export declare function warmWorker(options?: { threads?: boolean }): Promise<{ threaded: boolean }>;

@@ -7,6 +7,7 @@ import { makeStepRecords } from './inspect.js';
 import { makeFilterRecords } from './filter.js';
 import { browserSource } from './sources/index.js';
 import { openInWorker } from './worker-client.js';
+export { warmWorker } from './worker-client.js';
 import { browserLocate, withManifests } from './manifest.js';
 
 await init({ module_or_path: new URL('../pkg/web/loaderx_wasm_bg.wasm', import.meta.url) });

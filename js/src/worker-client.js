@@ -79,6 +79,8 @@ class Host {
      */
     this.spare = null;
     this.lastBytes = 0;
+    /** Whether warmWorker holds this worker for the page's life. */
+    this.warmed = false;
     this.preparing = false;
     this.worker.onmessage = ({ data }) => {
       const p = this.pending.get(data.id);
@@ -161,6 +163,26 @@ class Host {
 }
 
 const hosts = new Map();
+
+/**
+ * Starts the worker (and loads its wasm build, threaded where the page is cross-origin isolated)
+ * before the first store is opened, and keeps it for the page's life: a viewer calls it at load,
+ * so opening a store later costs no worker start. Resolves to `{threaded}`.
+ * @param {{threads?: boolean}} [options]
+ */
+export async function warmWorker({ threads } = {}) {
+  const useThreads = Boolean(threads ?? globalThis.crossOriginIsolated);
+  let host = hosts.get(useThreads);
+  if (!host) {
+    host = new Host(useThreads);
+    hosts.set(useThreads, host);
+  }
+  if (!host.warmed) {
+    host.warmed = true;
+    host.stores++; // held for the page's life
+  }
+  return /** @type {Promise<{threaded: boolean}>} */ (host.call('warm', [useThreads]));
+}
 
 export class WorkerStore {
   #host;

@@ -48,6 +48,12 @@ function store(id) {
 }
 
 const ops = {
+  // Loads the build ahead of the first open (a page that knows it will open a store).
+  async warm([threads]) {
+    api ??= load(threads).catch((e) => { api = null; throw e; });
+    await api;
+    return [{ threaded }, []];
+  },
   async open([descriptor, threads, verify]) {
     api ??= load(threads).catch((e) => { api = null; throw e; });
     const s = await (await api).Store.open(fromDescriptor(descriptor), { verify });

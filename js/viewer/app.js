@@ -2,7 +2,7 @@
 // opening stores (URL, folder picker, <input webkitdirectory>, drop), paging, jumping, sampling,
 // and the error banner. Decoding happens in the package's worker (threaded when the page is
 // cross-origin isolated); this thread only draws.
-import { Mask, Sampler, filterRecords } from '../src/browser.js';
+import { Mask, Sampler, filterRecords, warmWorker } from '../src/browser.js';
 import { $, el, fmtInt } from './util.js';
 import { Interp } from './render.js';
 import { canPickDirectory, describeError, hasSecrets, openStore, pickDirectory, shownUrl, sourceFromDrop } from './open.js';
@@ -796,6 +796,9 @@ window.addEventListener('drop', (ev) => {
 
 // For tests and the console.
 Object.assign(window, { __viewer: { state, grid, detail, refresh, openMain } });
+
+// The worker (and its threaded wasm build) starts with the page, not with the first store.
+if (globalThis.crossOriginIsolated) warmWorker().catch(() => {});
 
 const initial = fromUrl();
 // A URL with secrets is read, never shown: it leaves the address bar at once (so a reload
