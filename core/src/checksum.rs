@@ -534,8 +534,12 @@ pub fn content_digest(
         count += 1;
     }
     h.update(count.to_le_bytes());
-    let digest = h.finalize();
-    let mut out = String::with_capacity(7 + 64);
+    sha256_text(&h.finalize())
+}
+
+/// `sha256:<hex>` of a SHA-256 digest: how digests and identities are written.
+pub fn sha256_text(digest: &[u8]) -> String {
+    let mut out = String::with_capacity(7 + 2 * digest.len());
     out.push_str("sha256:");
     for b in digest {
         out.push_str(&format!("{b:02x}"));
@@ -552,11 +556,7 @@ pub fn combined_digest<'a>(parts: impl IntoIterator<Item = &'a str>) -> String {
         h.update((part.len() as u64).to_le_bytes());
         h.update(part.as_bytes());
     }
-    let mut out = String::from("sha256:");
-    for b in h.finalize() {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
+    sha256_text(&h.finalize())
 }
 
 const _: () = assert!(ENTRY_SIZE == 16 && SLOT_SIZE == 24 && 16 + 2 * TableState::BYTES as u64 + 16 <= 120);

@@ -131,11 +131,7 @@ pub fn combined_identity(parts: impl IntoIterator<Item = [u8; 32]>) -> [u8; 32] 
 
 /// `sha256:<hex>` of an identity.
 pub fn identity_text(id: &[u8; 32]) -> String {
-    let mut s = String::from("sha256:");
-    for b in id {
-        s.push_str(&format!("{b:02x}"));
-    }
-    s
+    crate::checksum::sha256_text(id)
 }
 
 /// An exclusion mask.

@@ -450,12 +450,7 @@ impl Reader {
             None => {
                 let picks = loaderx_core::mask::sampled(length);
                 let lens = self.lengths_with(&picks, None)?;
-                let mut offsets = Vec::with_capacity(lens.len());
-                let mut total = 0u64;
-                for &len in &lens {
-                    offsets.push(total);
-                    total += u64::from(len);
-                }
+                let (offsets, total) = packed(&lens);
                 let mut buf = vec![0u8; total as usize];
                 self.gather(&picks, &mut buf, &offsets)?;
                 let mut at = 0usize;
@@ -845,6 +840,21 @@ pub(crate) fn split_dst<'a>(dst: &'a mut [u8], offsets: &[u64], lens: &[u64]) ->
     }
     pieces.sort_unstable_by_key(|(k, _)| *k);
     Ok(pieces.into_iter().map(|(_, piece)| piece).collect())
+}
+
+/// Where each record of decoded lengths `lens` starts when they are packed back to back into one
+/// buffer, and the buffer's size (u32 lengths summed in u64 cannot overflow).
+pub fn packed(lens: &[u32]) -> (Vec<u64>, u64) {
+    let mut total = 0u64;
+    let offsets = lens
+        .iter()
+        .map(|&n| {
+            let at = total;
+            total += u64::from(n);
+            at
+        })
+        .collect();
+    (offsets, total)
 }
 
 #[cfg(test)]

@@ -78,20 +78,7 @@ pub trait Records: Send + Sync + std::fmt::Debug {
     fn mask_identity(&self) -> Result<[u8; 32]>;
 }
 
-/// Where each record of decoded lengths `lens` starts when they are packed back to back into one
-/// buffer, and the buffer's size (u32 lengths summed in u64 cannot overflow).
-pub fn packed(lens: &[u32]) -> (Vec<u64>, u64) {
-    let mut total = 0u64;
-    let offsets = lens
-        .iter()
-        .map(|&n| {
-            let at = total;
-            total += u64::from(n);
-            at
-        })
-        .collect();
-    (offsets, total)
-}
+pub use crate::reader::packed;
 
 /// The methods both types have under the same names.
 macro_rules! delegate {

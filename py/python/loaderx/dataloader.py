@@ -47,7 +47,7 @@ from ._closing import Closing
 from ._metrics import Metrics, clock, produce_timed
 from ._state import LoaderState, Shard, base_config
 from .errors import BadArgumentError
-from .mask import Mask, Masked, MaskedJoin, as_mask
+from .mask import Mask, Masked, as_mask
 from .packing import DEFAULT_BINS, PackedSource, check_packing, check_source
 from .sampler import Sampler, _mode
 
@@ -329,7 +329,7 @@ class DataLoader(Closing, Generic[_T]):
                 raise ValueError("exclude= here applies to aligned streams: give DataLoader.mix one mask per source (its exclude=); DataLoader.packed takes none yet")
             mask = as_mask(exclude)
             _check_mask(mask, self.streams)
-            self.streams = {name: Masked(ds, mask) for name, ds in self.streams.items()}
+            self.streams = {name: Masked.one(ds, mask) for name, ds in self.streams.items()}
             lengths = {name: mask.kept for name in self.streams}
         if num_workers is None:
             num_workers = default_workers()
@@ -711,8 +711,8 @@ class DataLoader(Closing, Generic[_T]):
             for src, mask in zip(sources, masks):
                 if mask is not None:
                     _check_mask(mask, src)
-            streams = {name: MaskedJoin(ds, lengths, masks) for name, ds in streams.items()}
-            lengths = [len(MaskedJoin.part(lengths, masks, k)) for k in range(len(sources))]
+            streams = {name: Masked(ds, lengths, masks) for name, ds in streams.items()}
+            lengths = next(iter(streams.values())).kept
         sampler = MixSampler(lengths, weights, batch_size, int(_mode(mode)), seed, interpolation=interpolation)
         # cls is this class unparametrized: the transform sets what its loader yields.
         return cast("type[DataLoader[_R]]", cls)(

@@ -138,18 +138,42 @@ def as_mask(exclude: Mask | StrPath) -> Mask:
 
 
 class Masked:
-    """A stream read through a mask: record ``j`` is the stream's ``j``-th kept record. What a
-    DataLoader with ``exclude=`` gathers from; pickles (the dataset by path, the mask as bytes)."""
+    """Streams read through masks: the parts of ``dataset`` (its sources joined in order, of
+    ``lengths``; one part for a single store) each through its mask (or none). Position ``g`` of
+    the kept records is part ``j``'s kept record ``g - kept_before[j]``, read at
+    ``lengths_before[j] + select_j(...)``. What a DataLoader with ``exclude=`` gathers from;
+    pickles (the dataset by path, the masks as bytes)."""
 
-    def __init__(self, dataset: Any, mask: Mask) -> None:
+    def __init__(self, dataset: Any, lengths: list[int], masks: list[Mask | None]) -> None:
         self.dataset = dataset
-        self.mask = mask
+        self.lengths = list(lengths)
+        self.masks = list(masks)
+        #: Records kept of each part.
+        self.kept = [n if m is None else m.kept for n, m in zip(self.lengths, self.masks)]
+        self._kept_before = np.concatenate([[0], np.cumsum(self.kept)]).astype(np.uint64)
+        self._before = np.concatenate([[0], np.cumsum(self.lengths)]).astype(np.uint64)
+
+    @classmethod
+    def one(cls, dataset: Any, mask: Mask) -> Masked:
+        """One store's dataset through its mask."""
+        return cls(dataset, [mask.length], [mask])
 
     def __len__(self) -> int:
-        return self.mask.kept
+        return int(self._kept_before[-1])
+
+    def _map(self, idxs: Any) -> npt.NDArray[np.uint64]:
+        g = np.ascontiguousarray(idxs, dtype=np.uint64).ravel()
+        part = np.searchsorted(self._kept_before, g, side="right") - 1
+        out = np.empty_like(g)
+        for k in np.unique(part):
+            at = part == k
+            local = g[at] - self._kept_before[k]
+            mask = self.masks[k]
+            out[at] = self._before[k] + (local if mask is None else mask.select(local))
+        return out
 
     def __getitems__(self, idxs: Any) -> Any:
-        return self.dataset.__getitems__(self.mask.select(idxs))
+        return self.dataset.__getitems__(self._map(idxs))
 
     def __getattr__(self, name: str) -> Any:
         # item_shape, dtype, digest, engine...: the dataset's; at_step only where it has one.
@@ -158,59 +182,5 @@ class Masked:
             raise AttributeError(name)
         if name == "at_step":
             inner = dataset.at_step
-            mask = self.__dict__["mask"]
-            return lambda idxs, step, seed: inner(mask.select(idxs), step, seed)
-        return getattr(dataset, name)
-
-
-class MaskedJoin:
-    """A mix's stream (its sources joined in order) read through one mask per source: position
-    ``g`` of the kept records' joined space is source ``j``'s kept record ``g - kept_before[j]``,
-    read at ``lengths_before[j] + select_j(...)`` of the joined stream. Pickles."""
-
-    class _Part:
-        def __init__(self, n: int) -> None:
-            self.n = n
-
-        def __len__(self) -> int:
-            return self.n
-
-    @staticmethod
-    def part(lengths: list[int], masks: list[Mask | None], k: int) -> MaskedJoin._Part:
-        """Source ``k``'s kept records (its whole length without a mask)."""
-        mask = masks[k]
-        return MaskedJoin._Part(lengths[k] if mask is None else mask.kept)
-
-    def __init__(self, joined: Any, lengths: list[int], masks: list[Mask | None]) -> None:
-        self.joined = joined
-        self.lengths = list(lengths)
-        self.masks = list(masks)
-        kept = [len(MaskedJoin.part(self.lengths, self.masks, k)) for k in range(len(self.lengths))]
-        self._kept_before = np.concatenate([[0], np.cumsum(kept)]).astype(np.uint64)
-        self._before = np.concatenate([[0], np.cumsum(self.lengths)]).astype(np.uint64)
-
-    def __len__(self) -> int:
-        return int(self._kept_before[-1])
-
-    def _map(self, idxs: Any) -> npt.NDArray[np.uint64]:
-        g = np.ascontiguousarray(idxs, dtype=np.uint64).ravel()
-        src = np.searchsorted(self._kept_before, g, side="right") - 1
-        out = np.empty_like(g)
-        for k in np.unique(src):
-            at = src == k
-            local = g[at] - self._kept_before[k]
-            mask = self.masks[k]
-            out[at] = self._before[k] + (local if mask is None else mask.select(local))
-        return out
-
-    def __getitems__(self, idxs: Any) -> Any:
-        return self.joined.__getitems__(self._map(idxs))
-
-    def __getattr__(self, name: str) -> Any:
-        joined = self.__dict__.get("joined")
-        if joined is None or name.startswith("__"):
-            raise AttributeError(name)
-        if name == "at_step":
-            inner = joined.at_step
             return lambda idxs, step, seed: inner(self._map(idxs), step, seed)
-        return getattr(joined, name)
+        return getattr(dataset, name)
