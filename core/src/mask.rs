@@ -308,6 +308,20 @@ impl Kept {
         None
     }
 
+    /// The position among the kept records of record `r`, or `None` when it is excluded or past
+    /// the end (the inverse of [`Kept::select`]).
+    pub fn rank(&self, r: u64) -> Option<u64> {
+        let w = usize::try_from(r / 64).ok()?;
+        let word = *self.words.get(w)?;
+        let bit = 1u64 << (r % 64);
+        if word & bit == 0 {
+            return None;
+        }
+        let b = w / BLOCK_WORDS;
+        let whole: u64 = self.words[b * BLOCK_WORDS..w].iter().map(|x| u64::from(x.count_ones())).sum();
+        Some(self.before[b] + whole + u64::from((word & (bit - 1)).count_ones()))
+    }
+
     /// Maps kept-space indices to record indices in place (indices past the end are left as
     /// they are; callers draw them from `0..count()`).
     pub fn map(&self, idx: &mut [u64]) {
@@ -384,7 +398,7 @@ mod tests {
     }
 
     proptest! {
-        /// select(j) is the j-th index whose bit is clear, for any bitmap.
+        /// select(j) is the j-th index whose bit is clear, for any bitmap, and rank inverts it.
         #[test]
         fn select_is_the_jth_kept_record(length in 1u64..3000, picks in proptest::collection::vec(0u64..3000, 0..400)) {
             let excluded: Vec<u64> = picks.into_iter().filter(|&i| i < length).collect();
@@ -399,6 +413,10 @@ mod tests {
                         prop_assert_eq!(k.select(j as u64), Some(r));
                     }
                     prop_assert_eq!(k.select(want.len() as u64), None);
+                    for r in 0..length + 70 {
+                        let rank = want.binary_search(&r).ok().map(|j| j as u64);
+                        prop_assert_eq!(k.rank(r), rank, "record {}", r);
+                    }
                 }
             }
         }

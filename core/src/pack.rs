@@ -39,6 +39,9 @@
 //!   about 2.1 bytes per document and a best-fit one 2 + 4 + 4 per row (about 7.4 on documents
 //!   of 500 tokens packed into rows of 2048).
 //! * No input panics: bad specs and arithmetic past `u64` are [`PackError`] values.
+//! * With an exclusion mask ([`Packer::with_kept`]) the stream is planned over the kept
+//!   records alone, exactly as over a store holding only them; only the documents segments name
+//!   change, from kept positions to the records themselves.
 
 use std::sync::{Arc, Mutex};
 
@@ -46,6 +49,7 @@ use thiserror::Error;
 
 use crate::error::{Classify, ErrorKind};
 use crate::lengths::Lengths;
+use crate::mask::Kept;
 use crate::sampler::{Mode, Sampler, SamplerError};
 
 /// Concat plans keep the token count before every this many documents of an epoch.
@@ -120,6 +124,14 @@ pub enum PackError {
     /// A row or token number past `u64`.
     #[error("row {0} is past what a packed stream can address")]
     TooFar(u64),
+    /// The kept records of a mask are not the documents planned.
+    #[error("the mask keeps {kept} records, but {documents} documents were planned")]
+    KeptMismatch {
+        /// Records the mask keeps.
+        kept: u64,
+        /// Documents planned.
+        documents: u64,
+    },
 }
 
 impl Classify for PackError {
@@ -175,6 +187,9 @@ pub struct Packer {
     /// BestFit rows per epoch when every epoch has the same count (SEQUENTIAL, IID).
     fixed_rows: Option<u64>,
     cache: Mutex<Cache>,
+    /// With an exclusion mask: document `d` is the `d`-th kept record, and segments name
+    /// records.
+    kept: Option<Kept>,
 }
 
 impl Packer {
@@ -199,7 +214,7 @@ impl Packer {
         let order = Sampler::new(l, 1, spec.mode, spec.seed)?;
         let lengths = Lengths::new(&lengths);
         let mut packer =
-            Packer { lengths, spec, total, order, fixed_rows: None, cache: Mutex::new(Cache::default()) };
+            Packer { lengths, spec, total, order, fixed_rows: None, cache: Mutex::new(Cache::default()), kept: None };
         if let Packing::BestFit { .. } = spec.packing {
             packer.fixed_rows = match spec.mode {
                 Mode::Iid => Some(packer.iid_rows()),
@@ -209,6 +224,26 @@ impl Packer {
             packer.cache.get_mut().unwrap_or_else(|e| e.into_inner()).starts.push(0);
         }
         Ok(packer)
+    }
+
+    /// The same stream over a masked store: `lengths` were the kept records' (in order), and
+    /// segments name the records themselves (`kept.select(d)` for document `d`).
+    pub fn with_kept(mut self, kept: Kept) -> Result<Packer, PackError> {
+        if kept.count() != self.documents() {
+            return Err(PackError::KeptMismatch { kept: kept.count(), documents: self.documents() });
+        }
+        self.kept = Some(kept);
+        Ok(self)
+    }
+
+    /// The tokens planned for record `record` (the record a segment names), or `None` when it
+    /// is no document of this stream (excluded by the mask, or past the end).
+    pub fn record_tokens(&self, record: u64) -> Option<u32> {
+        let d = match &self.kept {
+            Some(kept) => kept.rank(record)?,
+            None => record,
+        };
+        (d < self.documents()).then(|| self.lengths.get(d as usize))
     }
 
     /// The spec.
@@ -268,6 +303,12 @@ impl Packer {
                     self.best_fit_rows(&plan, row, local, n, &mut out);
                     row += n;
                 }
+            }
+        }
+        if let Some(kept) = &self.kept {
+            for g in &mut out {
+                // In range: documents are `0..kept.count()`.
+                g.doc = kept.select(g.doc).unwrap_or(g.doc);
             }
         }
         Ok(out)
@@ -911,6 +952,30 @@ mod tests {
             }
         }
 
+        /// A masked stream is the stream over the kept records alone, with segments naming the
+        /// records; excluded records are no documents of it.
+        #[test]
+        fn masked_streams_pack_the_kept_records_only(lengths in lengths_strategy(), drop in proptest::collection::vec(any::<bool>(), 64), s in 1u32..30, best: bool, m in 0usize..3, seed: u64) {
+            let n = lengths.len();
+            let excluded: Vec<u64> = (0..n as u64).filter(|&i| drop[i as usize % 64]).collect();
+            let mask = crate::mask::Mask::new(n as u64, [0; 32], excluded.iter().copied()).unwrap();
+            let Ok(kept) = mask.kept() else { return Ok(()) };
+            let records: Vec<u64> = (0..n as u64).filter(|i| !mask.is_excluded(*i)).collect();
+            let kept_lengths: Vec<u32> = records.iter().map(|&r| lengths[r as usize]).collect();
+            if kept_lengths.iter().all(|&l| l == 0) {
+                return Ok(());
+            }
+            let packing = if best { Packing::BestFit { bins: 3 } } else { Packing::Concat };
+            let plain = packer(&kept_lengths, s, packing, MODES[m], seed);
+            let masked = packer(&kept_lengths, s, packing, MODES[m], seed).with_kept(kept).unwrap();
+            let want: Vec<Segment> = plain.segments(0, 40).unwrap().into_iter().map(|g| Segment { doc: records[g.doc as usize], ..g }).collect();
+            prop_assert_eq!(masked.segments(0, 40).unwrap(), want);
+            for r in 0..n as u64 + 2 {
+                let planned = records.binary_search(&r).ok().map(|d| kept_lengths[d]);
+                prop_assert_eq!(masked.record_tokens(r), planned);
+            }
+        }
+
         #[test]
         fn iid_best_fit_epochs_have_a_pass_of_rows(lengths in lengths_strategy(), s in 1u32..50, bins in 1u32..6, seed: u64) {
             let p = packer(&lengths, s, Packing::BestFit { bins }, Mode::Iid, seed);
@@ -945,6 +1010,11 @@ mod tests {
 
     #[test]
     fn bad_specs_are_errors() {
+        let kept = crate::mask::Mask::new(4, [0; 32], [1]).unwrap().kept().unwrap();
+        assert!(matches!(
+            packer(&[1, 2], 4, Packing::Concat, Mode::Cyclic, 0).with_kept(kept),
+            Err(PackError::KeptMismatch { kept: 3, documents: 2 })
+        ));
         let spec = |seq_len, packing| PackSpec { seq_len, packing, mode: Mode::Cyclic, seed: 0 };
         assert_eq!(Packer::new(vec![3], spec(0, Packing::Concat)).unwrap_err(), PackError::ZeroSeqLen);
         assert_eq!(Packer::new(vec![0, 0], spec(4, Packing::Concat)).unwrap_err(), PackError::NoTokens);

@@ -29,9 +29,8 @@ pub fn read_rows(
     docs.sort_unstable();
     docs.dedup();
     let lens = records.lengths(&docs)?;
-    let planned = packer.lengths();
     for (&d, &got) in docs.iter().zip(&lens) {
-        let want = u64::from(planned.get(d as usize)) * elem as u64;
+        let want = u64::from(packer.record_tokens(d).unwrap_or(0)) * elem as u64;
         if u64::from(got) != want {
             return Err(Error::BadArgument(format!(
                 "record {d} holds {got} bytes, but the packing plan was made when it held {want}: the store changed under the loader; make a new one"

@@ -21,6 +21,13 @@ fn identity_of(bytes: &[u8]) -> PyResult<[u8; 32]> {
     bytes.try_into().map_err(|_| argument(format!("a store identity is 32 bytes, got {}", bytes.len())))
 }
 
+impl Mask {
+    /// The index of the kept records (for a packer over them).
+    pub(crate) fn kept_index(&self) -> &Kept {
+        &self.kept
+    }
+}
+
 fn with_kept(mask: CoreMask) -> PyResult<Mask> {
     let kept = mask.kept().map_err(core_to_py)?;
     Ok(Mask { mask, kept })

@@ -11,6 +11,7 @@ use pyo3::types::PyTuple;
 
 use crate::error::{argument, core_to_py};
 use crate::handle::Handle;
+use crate::mask::Mask;
 
 #[pyclass(frozen, module = "loaderx._loaderx")]
 pub(crate) struct Packer {
@@ -30,8 +31,11 @@ fn slots(rows: u64, seq_len: u32, elem: usize) -> PyResult<(usize, usize)> {
 #[pymethods]
 impl Packer {
     /// A packed stream over documents of `lengths` tokens (planning, where the mode needs it
-    /// up front, runs with the GIL released).
+    /// up front, runs with the GIL released). With `mask`, `lengths` are its kept records' and
+    /// rows name the records themselves.
     #[new]
+    #[pyo3(signature = (lengths, seq_len, packing, bins, mode, seed, mask = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         lengths: PyReadonlyArray1<'_, u32>,
@@ -40,6 +44,7 @@ impl Packer {
         bins: u32,
         mode: u8,
         seed: u64,
+        mask: Option<PyRef<'_, Mask>>,
     ) -> PyResult<Self> {
         let packing = match packing {
             "concat" => Packing::Concat,
@@ -49,7 +54,16 @@ impl Packer {
         let mode = Mode::try_from(mode).map_err(core_to_py)?;
         let lengths = lengths.as_slice()?.to_vec();
         let spec = PackSpec { seq_len, packing, mode, seed };
-        let inner = py.detach(|| CorePacker::new(lengths, spec)).map_err(core_to_py)?;
+        let kept = mask.map(|m| m.kept_index().clone());
+        let inner = py
+            .detach(|| {
+                let p = CorePacker::new(lengths, spec)?;
+                match kept {
+                    Some(kept) => p.with_kept(kept),
+                    None => Ok(p),
+                }
+            })
+            .map_err(core_to_py)?;
         Ok(Packer { inner: Arc::new(inner) })
     }
 

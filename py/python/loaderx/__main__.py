@@ -8,7 +8,7 @@ records found (``verify``, ``checksum add``), 2 bad usage or a store that cannot
 or written.
 
 Two subcommands are the Python package's own, since they replay the package's loader:
-``receipt STEP RECEIPT.json [MASK]`` prints, as JSON, the record indices every rank read at ``STEP`` of
+``receipt STEP RECEIPT.json [MASK] [--mask MASK|- ...] [--source STORE ...]`` prints, as JSON, the record indices every rank read at ``STEP`` of
 the run a receipt describes (:mod:`loaderx.receipt`), and ``mix-preview CONFIG.json --steps
 START:STOP:STEP`` prints each source's records per batch and share at those steps of a mix's
 weights or schedule (:func:`loaderx.mix.preview`), so a schedule can be checked before a run.
@@ -38,20 +38,46 @@ def main(argv: Optional[Sequence[Union[str, "os.PathLike[str]"]]] = None) -> int
 
 
 def _receipt(args: Sequence[str]) -> int:
-    """``receipt STEP RECEIPT.json [MASK]``: exit 0 with the indices as JSON, 2 on bad usage or a
-    step the run did not consume (a run with an exclusion mask needs its mask file)."""
+    """``receipt STEP RECEIPT.json [MASK] [--mask MASK|- ...] [--source STORE ...]``: exit 0 with
+    the indices as JSON, 2 on bad usage or a step the run did not consume. A masked run needs
+    its mask file (a mix with masks per source one ``--mask`` per source, ``-`` for none); a
+    packed run its sources (``--source``, in order)."""
     import json
 
     from .errors import ZrecordError
     from .receipt import indices
 
-    if len(args) not in (2, 3) or not args[0].isdigit():
-        print("usage: loaderx receipt STEP RECEIPT.json [MASK]", file=sys.stderr)
+    usage = "usage: loaderx receipt STEP RECEIPT.json [MASK] [--mask MASK|- ...] [--source STORE ...]"
+    positional: list[str] = []
+    masks: list[str | None] = []
+    sources: list[str] = []
+    rest = list(args)
+    while rest:
+        a = rest.pop(0)
+        if a in ("--mask", "--source"):
+            if not rest:
+                print(usage, file=sys.stderr)
+                return 2
+            value = rest.pop(0)
+            if a == "--mask":
+                masks.append(None if value == "-" else value)
+            else:
+                sources.append(value)
+        else:
+            positional.append(a)
+    if len(positional) not in (2, 3) or not positional[0].isdigit() or (len(positional) == 3 and masks):
+        print(usage, file=sys.stderr)
         return 2
+    mask: object = positional[2] if len(positional) == 3 else (masks[0] if len(masks) == 1 else masks or None)
     try:
-        with open(args[1], encoding="utf-8") as f:
+        with open(positional[1], encoding="utf-8") as f:
             receipt = json.load(f)
-        print(json.dumps(indices(receipt, int(args[0]), args[2] if len(args) == 3 else None)))
+        datasets = None
+        if sources:
+            from .dataset import RaggedDataset
+
+            datasets = [RaggedDataset(s) for s in sources]
+        print(json.dumps(indices(receipt, int(positional[0]), mask, datasets)))
     except (OSError, ValueError, ZrecordError) as e:
         print(f"loaderx: {e}", file=sys.stderr)
         return 2

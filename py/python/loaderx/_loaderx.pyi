@@ -152,7 +152,14 @@ def random_resized_params(
 @final
 class Packer:
     def __new__(
-        cls, lengths: npt.NDArray[np.uint32], seq_len: int, packing: str, bins: int, mode: int, seed: int
+        cls,
+        lengths: npt.NDArray[np.uint32],
+        seq_len: int,
+        packing: str,
+        bins: int,
+        mode: int,
+        seed: int,
+        mask: Mask | None = None,
     ) -> Self: ...
     def rows(
         self, handle: Handle, first: int, rows: int, elem: int

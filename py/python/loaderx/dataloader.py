@@ -189,6 +189,21 @@ def _check_mask(mask: Mask, streams: Mapping[str, Stream]) -> None:
     raise BadArgumentError.new(f"the mask (for {mask.identity}) is for none of these streams' stores: " + "; ".join(problems))
 
 
+def _packed_masks(exclude: Any, datasets: Sequence[Any]) -> list[Mask | None] | None:
+    """A packed loader's masks, one (or None) per source, each checked against its source."""
+    if exclude is None:
+        return None
+    if not isinstance(exclude, (list, tuple)):
+        raise TypeError("exclude= of several sources is a list: one mask (or None) per source")
+    if len(exclude) != len(datasets):
+        raise ValueError(f"exclude has {len(exclude)} entries for {len(datasets)} sources: one mask (or None) per source")
+    masks = [None if e is None else as_mask(e) for e in exclude]
+    for k, (mask, ds) in enumerate(zip(masks, datasets)):
+        if mask is not None:
+            _check_mask(mask, {f"source {k}": ds})
+    return masks
+
+
 def _streams(streams: Mapping[str, Stream]) -> dict[str, Stream]:
     """The named streams as a dict, or a TypeError that shows the form."""
     if isinstance(streams, dict):
@@ -326,11 +341,15 @@ class DataLoader(Closing, Generic[_T]):
         mask = None
         if exclude is not None:
             if _mix is not None or _packed is not None:
-                raise ValueError("exclude= here applies to aligned streams: give DataLoader.mix one mask per source (its exclude=); DataLoader.packed takes none yet")
+                raise ValueError("exclude= here applies to aligned streams: give DataLoader.mix one mask per source (its exclude=), DataLoader.packed its own exclude=")
             mask = as_mask(exclude)
             _check_mask(mask, self.streams)
             self.streams = {name: Masked.one(ds, mask) for name, ds in self.streams.items()}
             lengths = {name: mask.kept for name in self.streams}
+        if _packed is not None and _masks is not None and _mix is None:
+            # A packed single source through its mask: it packs the kept documents.
+            (mask,) = _masks
+            lengths = {name: n if mask is None else mask.kept for name, n in lengths.items()}
         if num_workers is None:
             num_workers = default_workers()
         for name, value in (("num_workers", num_workers), ("prefetch_size", prefetch_size)):
@@ -371,6 +390,7 @@ class DataLoader(Closing, Generic[_T]):
                 self.sampler.seed,
                 self._shard,
                 _mix,
+                _masks,
             )
         if workers == "processes":
             self._process_spec()  # an unpicklable transform fails here, not in a worker
@@ -381,7 +401,7 @@ class DataLoader(Closing, Generic[_T]):
         if mask is not None:
             # A state resumes only under the same mask (of the same store).
             config["exclude"] = {"digest": mask.digest, "identity": mask.identity, "excluded": mask.excluded}
-        if _masks is not None:
+        if _masks is not None and _mix is not None:
             # A mix's masks, per source (None: that source unmasked).
             config["exclude"] = [None if m is None else {"digest": m.digest, "identity": m.identity, "excluded": m.excluded} for m in _masks]
         self.mask = mask
@@ -644,6 +664,14 @@ class DataLoader(Closing, Generic[_T]):
         if isinstance(self._source, PackedSource):
             src = self._source
             args["_packed"] = (src.seq_len, src.packing, src.bins)
+            if any(m is not None for m in src.masks):
+                args["_masks"] = src.masks
+        elif "mix" in self._config and "exclude" in self._config:
+            args["_masks"] = next(iter(self.streams.values())).masks
+        elif self.mask is not None:
+            # The streams unwrapped, and the mask given again (so the copy records it too).
+            args["streams"] = {name: ds.dataset for name, ds in self.streams.items()}
+            args["exclude"] = self.mask
         return (_restore, (type(self), args, self.step))
 
     @classmethod
@@ -751,6 +779,7 @@ class DataLoader(Closing, Generic[_T]):
         shard_count: int | None = None,
         workers: Literal["threads", "processes"] = "threads",
         verify: str | None = None,
+        exclude: Mask | str | os.PathLike[str] | Sequence[Mask | str | os.PathLike[str] | None] | None = None,
         **kwargs: Any,
     ) -> DataLoader[_R]:
         """A loader of packed token batches: each batch a dict of ``(batch_size / shard_count,
@@ -769,6 +798,10 @@ class DataLoader(Closing, Generic[_T]):
         per source, or a schedule of ``(step, weights)`` points with ``interpolation``) mix
         packed streams: each batch's rows are split among the sources by weight, exactly per
         batch, as :meth:`mix` splits records.
+
+        ``exclude`` is an exclusion mask (or its file) of the source, or, with several sources,
+        one mask or None per source (see :mod:`loaderx.mask`): a source's stream packs its kept
+        documents alone, and ``doc_index`` still names records of its store.
         """
         seq_len, packing, bins = check_packing(seq_len, packing, bins)
         mix = None
@@ -783,10 +816,16 @@ class DataLoader(Closing, Generic[_T]):
             for k, d in enumerate(datasets):
                 if d.dtype != datasets[0].dtype:
                     raise ValueError(f"source {k} holds {d.dtype} tokens, but source 0 holds {datasets[0].dtype}")
-            mix = MixSampler([len(d) for d in datasets], weights, batch_size, int(_mode(mode)), seed, interpolation=interpolation)
+            masks = _packed_masks(exclude, datasets)
+            kept = [len(d) if m is None else m.kept for d, m in zip(datasets, masks or [None] * len(datasets))]
+            mix = MixSampler(kept, weights, batch_size, int(_mode(mode)), seed, interpolation=interpolation)
             source = _joined(datasets)
         elif weights is not None:
             raise TypeError("weights= mixes several sources: pass a list of RaggedDatasets as the source")
+        else:
+            if exclude is not None and isinstance(exclude, (list, tuple)):
+                raise TypeError("exclude= of one source is one mask (or its file), not a list")
+            masks = _packed_masks(None if exclude is None else [exclude], [check_source(source)])
         tokens: Stream = check_source(source)
         return cast("type[DataLoader[_R]]", cls)(
             {"tokens": tokens},
@@ -802,6 +841,7 @@ class DataLoader(Closing, Generic[_T]):
             verify=verify,
             _packed=(seq_len, packing, bins),
             _mix=mix,
+            _masks=masks,
             **kwargs,
         )
 

@@ -29,7 +29,7 @@ import numpy.typing as npt
 from . import _loaderx
 from ._typing import StrPath
 
-__all__ = ["Mask", "identity"]
+__all__ = ["Mask", "identity", "joined_records"]
 
 
 def _handle(store: Any, storage_options: dict[str, str] | None) -> _loaderx.Handle:
@@ -137,6 +137,25 @@ def as_mask(exclude: Mask | StrPath) -> Mask:
     return exclude if isinstance(exclude, Mask) else Mask.load(exclude)
 
 
+def joined_records(lengths: list[int], masks: list[Mask | None], idxs: Any) -> npt.NDArray[np.uint64]:
+    """Positions among the kept records of parts of ``lengths`` records joined in order (part
+    ``j`` through ``masks[j]``, or all its records for None), as indices of the joined records:
+    position ``g`` in part ``j`` is its kept record ``g - kept_before[j]``, at ``before[j] +
+    select_j(...)``."""
+    kept = [n if m is None else m.kept for n, m in zip(lengths, masks)]
+    kept_before = np.concatenate([[0], np.cumsum(kept)]).astype(np.uint64)
+    before = np.concatenate([[0], np.cumsum(lengths)]).astype(np.uint64)
+    g = np.ascontiguousarray(idxs, dtype=np.uint64).ravel()
+    part = np.searchsorted(kept_before, g, side="right") - 1
+    out = np.empty_like(g)
+    for k in np.unique(part):
+        at = part == k
+        local = g[at] - kept_before[k]
+        mask = masks[k]
+        out[at] = before[k] + (local if mask is None else mask.select(local))
+    return out
+
+
 class Masked:
     """Streams read through masks: the parts of ``dataset`` (its sources joined in order, of
     ``lengths``; one part for a single store) each through its mask (or none). Position ``g`` of
@@ -151,7 +170,6 @@ class Masked:
         #: Records kept of each part.
         self.kept = [n if m is None else m.kept for n, m in zip(self.lengths, self.masks)]
         self._kept_before = np.concatenate([[0], np.cumsum(self.kept)]).astype(np.uint64)
-        self._before = np.concatenate([[0], np.cumsum(self.lengths)]).astype(np.uint64)
 
     @classmethod
     def one(cls, dataset: Any, mask: Mask) -> Masked:
@@ -162,15 +180,7 @@ class Masked:
         return int(self._kept_before[-1])
 
     def _map(self, idxs: Any) -> npt.NDArray[np.uint64]:
-        g = np.ascontiguousarray(idxs, dtype=np.uint64).ravel()
-        part = np.searchsorted(self._kept_before, g, side="right") - 1
-        out = np.empty_like(g)
-        for k in np.unique(part):
-            at = part == k
-            local = g[at] - self._kept_before[k]
-            mask = self.masks[k]
-            out[at] = self._before[k] + (local if mask is None else mask.select(local))
-        return out
+        return joined_records(self.lengths, self.masks, idxs)
 
     def __getitems__(self, idxs: Any) -> Any:
         return self.dataset.__getitems__(self._map(idxs))

@@ -28,6 +28,10 @@ Batch ``k`` is rows ``[k * batch_size, (k + 1) * batch_size)`` of the stream: a 
 the seed and ``k``, so resume, seek and elastic resume (another ``shard_count``) work exactly as
 for dense streams.
 
+Exclusion masks (``exclude=``, :mod:`loaderx.mask`): a source's stream is planned over its kept
+records alone, exactly as over a store holding only them; ``doc_index`` names the records
+themselves, so an excluded record never feeds a row.
+
 Mixing: given several sources and ``weights`` (or a schedule), each source is its own packed
 stream (source ``j`` seeded with :func:`source_seed`), and each batch's rows are split among
 them by weight exactly as :meth:`~loaderx.dataloader.DataLoader.mix` splits records: the
@@ -51,6 +55,7 @@ from .errors import BadArgumentError
 if TYPE_CHECKING:
     from ._typing import Batch
     from .dataset import RaggedDataset
+    from .mask import Mask
     from .mix import MixSampler
 
 __all__ = ["DEFAULT_BINS", "KEYS", "PACKINGS", "PackedSource", "source_seed"]
@@ -122,8 +127,11 @@ class PackedSource:
         seed: int,
         shard: Shard,
         mix: MixSampler | None = None,
+        masks: Sequence[Mask | None] | None = None,
     ) -> None:
         self.datasets = list(datasets)
+        #: Each source's exclusion mask (or None): its stream packs the kept records only.
+        self.masks = list(masks) if masks is not None else [None] * len(self.datasets)
         self.seq_len, self.batch_size, self.packing, self.bins = seq_len, batch_size, packing, bins
         self.mode, self.seed, self.shard, self.mix = mode, seed, shard, mix
         self.rows = shard.per(batch_size)
@@ -141,14 +149,16 @@ class PackedSource:
             return p
 
     def _plan(self, j: int) -> _loaderx.Packer:
-        ds = self.datasets[j]
+        ds, mask = self.datasets[j], self.masks[j]
         n = len(ds)
         if n == 0:
             raise BadArgumentError.new(f"{ds!r} holds no documents: nothing to pack")
-        byte_lens = ds.engine.lengths(np.arange(n, dtype=np.uint64))
+        docs = np.arange(n, dtype=np.uint64) if mask is None else mask.select(np.arange(mask.kept, dtype=np.uint64))
+        byte_lens = ds.engine.lengths(docs)
         lengths = (byte_lens // ds.dtype.itemsize).astype(np.uint32)
         seed = source_seed(self.seed, j)
-        return _loaderx.Packer(lengths, self.seq_len, self.packing, self.bins, self.mode, seed)
+        inner = None if mask is None else mask._m
+        return _loaderx.Packer(lengths, self.seq_len, self.packing, self.bins, self.mode, seed, inner)
 
     def _read(self, j: int, first: int, rows: int) -> tuple[Any, ...]:
         ds = self.datasets[j]
