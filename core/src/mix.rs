@@ -261,6 +261,12 @@ fn add(acc: &mut [u64], c: &[u64]) {
     }
 }
 
+/// The seed of dataset `j`'s stream in a mix seeded `seed` (dataset 0's is `seed`); a mix of
+/// packed streams seeds source `j`'s packer with it too.
+pub fn stream_seed(seed: u64, j: usize) -> u64 {
+    seed ^ (j as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17)
+}
+
 /// The dataset of each slot of a batch: smooth weighted round robin over `counts` (each dataset
 /// appears exactly `counts[j]` times, spread evenly).
 pub fn pattern(counts: &[u64]) -> Vec<u32> {
@@ -314,8 +320,8 @@ impl Mixer {
             .iter()
             .enumerate()
             .map(|(j, &len)| {
-                let key = seed ^ (j as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17);
-                Sampler::new(len, 1, mode, key).map_err(|source| MixError::Stream { index: j, source })
+                Sampler::new(len, 1, mode, stream_seed(seed, j))
+                    .map_err(|source| MixError::Stream { index: j, source })
             })
             .collect::<Result<Vec<_>, _>>()?;
         let mut offsets = Vec::with_capacity(lengths.len());

@@ -213,8 +213,15 @@ impl Packer {
         }
         let order = Sampler::new(l, 1, spec.mode, spec.seed)?;
         let lengths = Lengths::new(&lengths);
-        let mut packer =
-            Packer { lengths, spec, total, order, fixed_rows: None, cache: Mutex::new(Cache::default()), kept: None };
+        let mut packer = Packer {
+            lengths,
+            spec,
+            total,
+            order,
+            fixed_rows: None,
+            cache: Mutex::new(Cache::default()),
+            kept: None,
+        };
         if let Packing::BestFit { .. } = spec.packing {
             packer.fixed_rows = match spec.mode {
                 Mode::Iid => Some(packer.iid_rows()),

@@ -14,7 +14,7 @@ await init({ module_or_path: new URL('../pkg/web/loaderx_wasm_bg.wasm', import.m
 const api = makeApi(wasm, browserSource, openInWorker);
 export const Store = withManifests(api.Store, wasm, browserLocate(wasm));
 export const { Sampler, Packer, Mask, version, threaded, imageHeader, decodeImage, imageProblem } = api;
-export const stepRecords = makeStepRecords(api.Sampler, wasm.Mixer);
+export const stepRecords = makeStepRecords(api.Sampler, wasm);
 export const filterRecords = makeFilterRecords(wasm);
 export * from './common.js';
 export { DirectoryHandleSource, filesFromDataTransfer } from './sources/blob.js';

@@ -116,15 +116,36 @@ export declare class Mask {
   free(): void;
 }
 
-/** The records a run fed each rank at a step (see stepRecords). */
-export interface StepRecords { step: number; shardCount: number; ranks: number[][]; global: number[] }
+/** The records a run fed each rank at a step (see stepRecords). A packed run adds `rows`: each
+ *  rank's rows as `[record, first token, tokens]` segments in column order, and its `ranks` list
+ *  the records those rows hold, in order of first appearance. */
+export interface StepRecords {
+  step: number;
+  shardCount: number;
+  ranks: number[][];
+  global: number[];
+  rows?: [number, number, number][][][];
+}
+
+export interface StepRecordsOptions {
+  /** The run's exclusion mask (a run with one needs it). */
+  mask?: Mask | null;
+  /** A mix's masks, one (or null) per source, for a mix sampled through masks per source. */
+  masks?: (Mask | null)[] | null;
+  /** `sha256:` of the mask file, checked against the run's (`digests`: one per source). */
+  digest?: string | null;
+  digests?: (string | null)[] | null;
+  /** A packed run's document lengths in tokens (every record of the store, masked ones too); a
+   *  packed mix's, one list per source. */
+  lengths?: ArrayLike<number> | ArrayLike<number>[] | null;
+}
 
 /**
  * Which records a training run fed each rank at `step`, from its receipt (`DataLoader.receipt()`)
- * or a loader state (`state_dict()`), by the core sampler (Python's `loaderx.receipt.indices`).
- * A run with an exclusion mask needs `mask` (and, to check it is the run's, its `digest`).
+ * or a loader state (`state_dict()`), by the core sampler, mixer and packer (Python's
+ * `loaderx.receipt.indices`). Indices of a mix are into its sources joined in order.
  */
-export declare function stepRecords(run: unknown, step: number, options?: { mask?: Mask | null; digest?: string | null }): StepRecords;
+export declare function stepRecords(run: unknown, step: number, options?: StepRecordsOptions): StepRecords;
 
 /**
  * The records of aligned streams (name -> store, one length) that match `text`, ascending: a

@@ -13,7 +13,7 @@ wasm.initSync({ module: readFileSync(new URL('../pkg/web/loaderx_wasm_bg.wasm', 
 const api = nodeApi(wasm);
 export const Store = withManifests(api.Store, wasm, nodeLocate(wasm));
 export const { Sampler, Packer, Mask, version, threaded, imageHeader, decodeImage, imageProblem } = api;
-export const stepRecords = makeStepRecords(api.Sampler, wasm.Mixer);
+export const stepRecords = makeStepRecords(api.Sampler, wasm);
 export const filterRecords = makeFilterRecords(wasm);
 export * from './common.js';
 export { NodeSource } from './sources/node.js';

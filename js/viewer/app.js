@@ -128,6 +128,8 @@ const statistics = new Statistics($('#statistics'), {
 });
 // Tests read the shown profile.
 Object.assign(globalThis, { loaderxStatistics: statistics });
+/** Token counts of the main store's records (a packed run's document lengths), per store. */
+const docLengths = new WeakMap();
 const inspector = new Inspector($('#inspector'), {
   onShow: (shown) => {
     state.mode = 'inspect';
@@ -136,6 +138,20 @@ const inspector = new Inspector($('#inspector'), {
     refresh();
   },
   onError: showError,
+  lengths: async () => {
+    const store = state.main?.store;
+    if (!store) throw Object.assign(new Error('open the run\'s store first: its documents\' lengths decide the packed rows'), { code: 'VIEWER_INPUT' });
+    let got = docLengths.get(store);
+    if (!got) {
+      const rowBytes = store.schema?.itemBytes || 1;
+      got = store.lengths(Float64Array.from({ length: store.length }, (_, i) => i)).then((bytes) => Array.from(bytes, (b) => b / rowBytes), (e) => {
+        docLengths.delete(store);
+        throw e;
+      });
+      docLengths.set(store, got);
+    }
+    return got;
+  },
 });
 const grid = new Grid($('#grid'), {
   onOpen: (i) => openDetail(i),

@@ -40,7 +40,7 @@ pub use mask::{combined_mask_identity, mask_samples, MaskFile, MaskIdentity};
 pub use pack::Packer;
 pub use profile::Profiler;
 pub use reader::{blank_scan_window, blank_tail_problem, combined_digest, Plan, Reader, MAX_OUT};
-pub use sampler::{Mixer, Sampler};
+pub use sampler::{mix_stream_seed, Mixer, Sampler};
 
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
 pub use wasm_bindgen_rayon::init_thread_pool;

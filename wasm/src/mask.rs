@@ -22,6 +22,13 @@ pub struct MaskFile {
     kept: Kept,
 }
 
+impl MaskFile {
+    /// The index of the kept records (for a packer over them).
+    pub(crate) fn kept_index(&self) -> &Kept {
+        &self.kept
+    }
+}
+
 fn with_kept(mask: CoreMask) -> Result<MaskFile, JsValue> {
     let kept = mask.kept().map_err(js)?;
     Ok(MaskFile { mask, kept })

@@ -7,6 +7,7 @@ use loaderx_core::sampler::Mode;
 use wasm_bindgen::prelude::*;
 
 use crate::error::{argument, js};
+use crate::mask::MaskFile;
 
 /// Most rows one `segments` call plans, so a typo cannot exhaust memory.
 const MAX_ROWS: u64 = 1 << 20;
@@ -39,6 +40,13 @@ impl Packer {
         let mode = Mode::try_from(mode).map_err(js)?;
         let inner = CorePacker::new(lengths, PackSpec { seq_len, packing, mode, seed }).map_err(js)?;
         Ok(Packer { inner })
+    }
+
+    /// The same stream over `mask`'s kept records (this packer's `lengths` were theirs, in
+    /// order); segments then name the records. Consumes this packer.
+    #[wasm_bindgen(js_name = withMask)]
+    pub fn with_mask(self, mask: &MaskFile) -> Result<Packer, JsValue> {
+        Ok(Packer { inner: self.inner.with_kept(mask.kept_index().clone()).map_err(js)? })
     }
 
     /// The segments of rows `first..first + rows`: `[row, col, len, doc, offset]` each.

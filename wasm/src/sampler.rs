@@ -136,4 +136,16 @@ impl Mixer {
         let got = self.inner.batch_at(step, &mut self.buf).map_err(js)?;
         Ok(self.buf[..got].iter().map(|&i| i as f64).collect())
     }
+
+    /// Each slot of batch `step` as `[source, stream position]` pairs, flat, in slot order.
+    #[wasm_bindgen(js_name = slotsAt)]
+    pub fn slots_at(&self, step: u64) -> Vec<f64> {
+        self.inner.slots_at(step).into_iter().flat_map(|(j, at)| [f64::from(j), at as f64]).collect()
+    }
+}
+
+/// The seed of source `j`'s stream (and packer) in a mix seeded `seed`.
+#[wasm_bindgen(js_name = mixStreamSeed)]
+pub fn mix_stream_seed(seed: u64, j: u32) -> u64 {
+    loaderx_core::mix::stream_seed(seed, j as usize)
 }

@@ -136,11 +136,13 @@ for start in range(0, n, 20000):
  *           equal to record 3; stats.json holds NumPy's statistics of it
  *   run.json  a training run over stats (cyclic, batch 24, 4 steps on 1 rank then 4 on 3 ranks):
  *           its receipt and the records each rank read at each step, as the loaders yielded them
+ *   docs, docs.lxmask, packed.json  80 token documents, a mask of 4 of them, and a packed run
+ *           through it (best_fit, 2 ranks): its receipt and the documents each rank's rows held
  */
 const EXTRA = join(ART, 'stores', 'extra');
 function ensureExtraStores() {
   const stamp = join(EXTRA, 'stamp.json');
-  const want = JSON.stringify({ version: 6 });
+  const want = JSON.stringify({ version: 7 });
   if (existsSync(stamp) && readFileSync(stamp, 'utf8') === want) return;
   rmSync(EXTRA, { recursive: true, force: true });
   mkdirSync(EXTRA, { recursive: true });
@@ -211,6 +213,23 @@ for r in range(3):
 for k in range(4):
     steps.append([ranks[r][k] for r in range(3)])
 json.dump({"receipt": receipt, "steps": steps}, open(out + "/run.json", "w"))
+# A packed run (best_fit, 2 ranks) over token documents through a mask.
+from loaderx.converter import from_iterator
+from loaderx.dataset import RaggedDataset
+from loaderx.mask import Mask
+rng = np.random.default_rng(9)
+from_iterator(out + "/docs", iter([rng.integers(1, 999, n).astype(np.int32) for n in rng.integers(1, 60, 80)]), progress=False)
+docs = RaggedDataset(out + "/docs")
+mask = Mask.build(docs, [0, 2, 4, 33])
+mask.save(out + "/docs.lxmask")
+packed = []
+for r in range(2):
+    with DataLoader.packed(docs, 24, 6, "best_fit", "cyclic", 2, bins=4, exclude=mask, shard_index=r, shard_count=2, num_workers=1) as p:
+        seen = [np.asarray(next(p)["doc_index"]) for _ in range(4)]
+        packed.append([list(dict.fromkeys(int(d) for d in b.ravel() if d >= 0)) for b in seen])
+        if r == 0:
+            preceipt = p.receipt()
+json.dump({"receipt": preceipt, "ranks": packed}, open(out + "/packed.json", "w"))
 `;
   const r = spawnSync(PY, ['-c', code, EXTRA], { encoding: 'utf8', timeout: 120_000 });
   if (r.status !== 0) throw new Error(`building the extra stores with ${PY} failed: ${r.error?.message ?? ''}${r.stderr}`);
@@ -699,6 +718,24 @@ await test('step inspector: a run\'s receipt shows what each rank read at a step
   await again.click('#run-show');
   await waitBanner(again);
   check(/not consumed/.test(await bannerText(again)), 'a step the run did not take');
+  // A packed run through a mask: the documents each rank's rows held, from the open store's
+  // lengths; without the mask file, a readable error.
+  const packed = JSON.parse(readFileSync(join(EXTRA, 'packed.json'), 'utf8'));
+  const docs = await newPage('store=/extra/docs/');
+  await rendered(docs);
+  await docs.fill('#run-input', JSON.stringify(packed.receipt));
+  await docs.fill('#run-step', '3');
+  await docs.fill('#run-rank', '1');
+  await docs.click('#run-show');
+  await waitBanner(docs);
+  check(/mask/.test(await bannerText(docs)), 'a masked packed run asks for its mask');
+  await docs.setInputFiles('#run-mask', join(EXTRA, 'docs.lxmask'));
+  await docs.waitForSelector('#run-mask[data-loaded="1"]', { state: 'attached' });
+  await docs.click('#run-show');
+  await docs.waitForFunction(() => /** @type {HTMLElement} */ (document.querySelector('#grid')).dataset.key?.startsWith('inspect:3:1:'), null, { timeout: 10_000 });
+  await rendered(docs);
+  eq(await tileIndices(docs), packed.ranks[1][3], 'the documents rank 1 packed at step 3');
+  check(/packed rows/.test(await docs.$eval('#run-note', (e) => e.textContent ?? '')), 'the note counts packed rows');
 });
 
 await test('filters: matches of an expression over two streams page through the grid, counted, kept in the address', async (newPage) => {

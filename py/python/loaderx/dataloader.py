@@ -667,10 +667,10 @@ class DataLoader(Closing, Generic[_T]):
             if any(m is not None for m in src.masks):
                 args["_masks"] = src.masks
         elif "mix" in self._config and "exclude" in self._config:
-            args["_masks"] = next(iter(self.streams.values())).masks
+            args["_masks"] = cast("Masked", next(iter(self.streams.values()))).masks
         elif self.mask is not None:
             # The streams unwrapped, and the mask given again (so the copy records it too).
-            args["streams"] = {name: ds.dataset for name, ds in self.streams.items()}
+            args["streams"] = {name: cast("Masked", ds).dataset for name, ds in self.streams.items()}
             args["exclude"] = self.mask
         return (_restore, (type(self), args, self.step))
 

@@ -59,7 +59,7 @@ def _masks(excluded: Any, mask: Any, sources: int) -> list[Any] | None:
     if mask is None or len(given) != len(recorded):
         need = "its mask file" if len(recorded) == 1 else f"a list of {len(recorded)}: each source's mask file, or None"
         raise BadArgumentError.new(f"this run sampled through exclusion masks: give {need}")
-    out = []
+    out: list[Any] = []
     for j, (want, m) in enumerate(zip(recorded, given)):
         if want is None:
             if m is not None:
