@@ -21,6 +21,9 @@ export interface OpenOptions extends HttpOpenOptions {
 export interface Store extends StoreApi {
   /** Stores hosted in a worker: whether it decodes on the threaded build's pool. */
   readonly threaded?: boolean;
+  /** Stores hosted in a worker: cuts the HTTP requests in flight short (they fail with
+   *  LOADERX_IO); later calls read as before. */
+  interrupt?(): void;
 }
 export declare class Store {
   private constructor();

@@ -429,6 +429,9 @@ export declare class HttpSource {
   signal: AbortSignal | null;
   /** LOADERX_ARGUMENT with a custom fetch. */
   descriptor(): unknown;
+  /** Cuts the requests in flight short (each fails with LOADERX_IO, "interrupted"); later
+   *  requests go ahead. */
+  interrupt(): void;
 }
 
 /** `files`: bytes by name (any ArrayBufferView is taken as its bytes; null/undefined is a missing

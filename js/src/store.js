@@ -244,6 +244,8 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
     #info;
     #closed = false;
     #cache;
+    /** Table and checksum ranges being read, by `file:start:end` (see #loadRanges). @type {Map<string, Promise<void>>} */
+    #loading = new Map();
     /** Gathers in progress (planned or not yet), so #run knows whether another call waits. */
     #active = 0;
     /** Staging buffers free for reuse. */
@@ -316,14 +318,24 @@ export function makeApi(wasm, toSource = (s) => s, elsewhere = null) {
       }
     }
 
-    /** Reads ranges `[start, end, …]` of file `name` (concurrently) and hands each to `add`. */
+    /** Reads ranges `[start, end, …]` of file `name` (concurrently) and hands each to `add`. A
+     *  range another call is already loading is awaited, not read again (the overview's stats,
+     *  checksums and identity each walk the whole table at once). */
     async #loadRanges(name, ranges, add) {
       const pairs = [];
       for (let k = 0; k < ranges.length; k += 2) pairs.push([ranges[k], ranges[k + 1]]);
-      await mapLimit(pairs, READ_CONCURRENCY, async ([start, end]) => {
-        const bytes = (await sourceBytes(this.#source, name, start, end)) ?? new Uint8Array(0);
-        this.#check();
-        add(start, bytes);
+      await mapLimit(pairs, READ_CONCURRENCY, ([start, end]) => {
+        const key = `${name}:${start}:${end}`;
+        let loading = this.#loading.get(key);
+        if (!loading) {
+          loading = (async () => {
+            const bytes = (await sourceBytes(this.#source, name, start, end)) ?? new Uint8Array(0);
+            this.#check();
+            add(start, bytes);
+          })().finally(() => this.#loading.delete(key));
+          this.#loading.set(key, loading);
+        }
+        return loading;
       });
     }
 

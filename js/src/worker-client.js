@@ -299,6 +299,13 @@ export class WorkerStore {
     return this.#call('profile', () => [opts.bins, opts.batchSize], opts.onProgress, opts.signal);
   }
 
+  /** Cuts this store's HTTP requests in flight short (they fail with LOADERX_IO); later calls
+   *  read as before. A viewer opening another store calls it on the one it replaces. */
+  interrupt() {
+    if (this.#closed) return;
+    this.#call('interrupt', () => []).catch(() => {});
+  }
+
   async close() {
     if (this.#closed) return;
     try { await this.#call('close', () => []); } catch { /* closing anyway */ }

@@ -8,6 +8,8 @@ import { fromDescriptor } from './sources/index.js';
 let api = null;
 let threaded = false;
 const stores = new Map();
+/** Each open store's source, by store id (`interrupt`). */
+const sources = new Map();
 /** Calls that can be aborted (profiles), by call id. */
 const aborts = new Map();
 let nextStore = 1;
@@ -56,9 +58,11 @@ const ops = {
   },
   async open([descriptor, threads, verify]) {
     api ??= load(threads).catch((e) => { api = null; throw e; });
-    const s = await (await api).Store.open(fromDescriptor(descriptor), { verify });
+    const source = fromDescriptor(descriptor);
+    const s = await (await api).Store.open(source, { verify });
     const id = nextStore++;
     stores.set(id, s);
+    sources.set(id, source);
     return [{ id, length: s.length, schema: s.schema, header: s.header, hasDict: s.hasDict, threaded, verifyMode: s.verifyMode }, []];
   },
   async digest([id]) {
@@ -114,9 +118,16 @@ const ops = {
     aborts.get(call)?.abort();
     return [null, []];
   },
+  // Cuts the store's HTTP requests in flight short (a viewer opening another store over a slow
+  // link: the old one's whole-table reads must not delay the new one's first page).
+  async interrupt([id]) {
+    sources.get(id)?.interrupt?.();
+    return [null, []];
+  },
   async close([id]) {
     const s = stores.get(id);
     stores.delete(id);
+    sources.delete(id);
     await s?.close();
     return [null, []];
   },

@@ -335,6 +335,64 @@ describe('a custom fetch never goes to a worker', () => {
     }
     assert.ok(urls.length > 3 && urls.every((u) => u.startsWith(server)));
   });
+
+  /** A fetch over the GOOD store's files that logs `url range` and can hold requests back. */
+  const loggingFetch = (/** @type {string[]} */ log, /** @type {(url: string) => Promise<void> | null} */ hold = () => null) => {
+    const files = readStoreFiles(storeDir(GOOD));
+    return /** @type {typeof fetch} */ (async (url, init) => {
+      const range = /** @type {any} */ (init).headers.Range;
+      log.push(`${String(url).slice(server.length)} ${range}`);
+      const body = files[String(url).slice(server.length)];
+      if (!body) return new Response(null, { status: 404 });
+      const held = hold(String(url));
+      const signal = init?.signal;
+      if (held) {
+        // As a real fetch: an abort rejects a request held back.
+        await Promise.race([held, new Promise((_, reject) => signal?.addEventListener('abort', () => reject(signal.reason), { once: true }))]);
+      }
+      signal?.throwIfAborted();
+      const [, a, b] = /bytes=(\d+)-(\d+)/.exec(range) ?? [];
+      const start = Number(a);
+      const end = Math.min(Number(b), body.length - 1);
+      if (start >= body.length) return new Response(null, { status: 416, headers: { 'Content-Range': `bytes */${body.length}` } });
+      return new Response(body.subarray(start, end + 1), { status: 206, headers: { 'Content-Range': `bytes ${start}-${end}/${body.length}` } });
+    });
+  };
+
+  test('concurrent whole-table reads (stats, checksums, identity) request each table range once', async () => {
+    const log = [];
+    const store = await Store.open(new HttpSource(server, { fetch: loggingFetch(log) }));
+    try {
+      log.length = 0;
+      await Promise.all([store.stats(), store.checksums(), store.maskIdentity()]);
+    } finally {
+      await store.close();
+    }
+    const table = log.filter((l) => l.startsWith('meta.zr ') && !l.endsWith('=0-0'));
+    assert.ok(table.length >= 1, 'the table was read');
+    assert.deepEqual([...new Set(table)], table, `no table range read twice: ${table.join(', ')}`);
+  });
+
+  test('HttpSource.interrupt() cuts the requests in flight short; later ones go ahead', async () => {
+    let release = () => {};
+    const held = new Promise((resolve) => { release = () => resolve(undefined); });
+    let holding = false;
+    const source = new HttpSource(server, { fetch: loggingFetch([], () => (holding ? held : null)) });
+    const store = await Store.open(source);
+    try {
+      holding = true;
+      const cut = store.gather([0, 1]);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      source.interrupt();
+      await assert.rejects(cut, (/** @type {any} */ e) => e.code === 'LOADERX_IO' && /interrupted/.test(e.message));
+      holding = false;
+      release();
+      const again = /** @type {import('../src/node.js').Shaped} */ (await store.gather([0, 1]));
+      assert.equal(again.shape[0], 2);
+    } finally {
+      await store.close();
+    }
+  });
 });
 
 test('NodeSource is a Source', async () => {

@@ -213,6 +213,14 @@ function streamsChanged() {
  */
 async function openMain(what, restore = {}) {
   setStatus('opening…', true);
+  // The open stores' background reads (overview, statistics: the whole table over a slow link)
+  // stop now rather than compete with the new store's first page; a failed open restarts them.
+  const before = state.main;
+  afterFirstPage = null;
+  overview.clear();
+  statistics.stop();
+  grid.interrupt();
+  for (const s of allStreams()) /** @type {any} */ (s.store).interrupt?.();
   let entry;
   try {
     entry = await openStore(what);
@@ -220,6 +228,10 @@ async function openMain(what, restore = {}) {
     setStatus('');
     const label = typeof what === 'string' ? shownUrl(what) : 'the chosen folder';
     showError(e, `Opening ${label}`);
+    if (before && state.main === before) {
+      overview.show(before);
+      statistics.show(before);
+    }
     return false;
   }
   const old = allStreams();

@@ -54,14 +54,17 @@ export function splitBatch(batch, n) {
  * Records `indices` of one stream: `{records, errors}` where a record that cannot be read is
  * null and its error is in `errors` (by position). A failing batch is retried record by record,
  * so one corrupt record does not hide its page.
+ * The retry stops once `stale()` (another store is opening: its reads were interrupted).
  * @param {Store} store
  * @param {number[]} indices
+ * @param {() => boolean} [stale]
  * @returns {Promise<Gathered>}
  */
-export async function gatherSafe(store, indices) {
+export async function gatherSafe(store, indices, stale = () => false) {
   try {
     return { records: splitBatch(await store.gather(indices), indices.length), errors: [] };
   } catch (e) {
+    if (stale()) throw e;
     if (e.code === 'LOADERX_CLOSED' || indices.length <= 1) {
       if (e.code === 'LOADERX_CLOSED') throw e;
       return { records: [null], errors: [e] };
@@ -71,7 +74,7 @@ export async function gatherSafe(store, indices) {
     const errors = new Array(indices.length).fill(null);
     let next = 0;
     const worker = async () => {
-      while (next < indices.length) {
+      while (next < indices.length && !stale()) {
         const k = next++;
         try {
           records[k] = await store.get(indices[k]);
@@ -106,6 +109,8 @@ export class Grid {
     /** @type {Map<string, Promise<{per: Gathered[], fetchMs: number}>>} */
     this.cache = new Map();
     this.token = 0;
+    /** Bumped by interrupt(): reads started before it give up on errors. */
+    this.generation = 0;
     /** Object URLs of the encoded images on the page, revoked when the page is replaced. @type {string[]} */
     this.urls = [];
     /** Records picked by hand (Ctrl, Cmd or Shift click), marked on their tiles. @type {Set<number>} */
@@ -152,7 +157,9 @@ export class Grid {
       return p;
     }
     const t0 = performance.now();
-    p = Promise.all(this.streams.map((s) => gatherSafe(s.store, indices))).then((per) => ({ per, fetchMs: performance.now() - t0 }));
+    const generation = this.generation;
+    const stale = () => this.generation !== generation;
+    p = Promise.all(this.streams.map((s) => gatherSafe(s.store, indices, stale))).then((per) => ({ per, fetchMs: performance.now() - t0 }));
     p.catch(() => this.cache.delete(full));
     this.cache.set(full, p);
     while (this.cache.size > CACHE_PAGES) this.cache.delete(/** @type {string} */ (this.cache.keys().next().value)); // the oldest
@@ -164,6 +171,13 @@ export class Grid {
    * @param {string} key
    * @param {number[]} indices
    */
+  /** Another store is opening: reads in flight give up (no record-by-record retry) and the
+   *  pages read so far are dropped. */
+  interrupt() {
+    this.generation++;
+    this.cache.clear();
+  }
+
   prefetch(key, indices) {
     if (indices.length && this.streams.length) this.#fetch(key, indices).catch(() => {});
   }

@@ -96,6 +96,13 @@ export class Statistics {
    * Shows the panel for `entry`: the cached profile at once, else a button that computes it.
    * @param {Stream} entry
    */
+  /** Stops a scan running and forgets the shown store (another one is opening). */
+  stop() {
+    this.token++;
+    this.running?.abort();
+    this.running = null;
+  }
+
   async show(entry) {
     const token = ++this.token;
     this.running?.abort();

@@ -101,7 +101,8 @@ export class HttpSource {
     /** Recently read record ranges kept in memory (see RangeCache in store.js). */
     this.cacheBytes = options.cacheBytes ?? 64 << 20;
     this.sizes = new Map();
-    /** Requests in flight, each as the function that aborts it (close() calls them). */
+    /** Requests in flight, each as the function that aborts it with a reason (close() and
+     *  interrupt() call them). */
     this.inFlight = new Set();
   }
 
@@ -132,7 +133,7 @@ export class HttpSource {
       cut ??= why;
       controller.abort();
     };
-    const closing = () => stop('the source is closed');
+    const closing = (why = 'the source is closed') => stop(why);
     this.inFlight.add(closing);
     const signal = this.signal;
     const onAbort = () => stop('aborted by the signal');
@@ -241,6 +242,11 @@ export class HttpSource {
     return this.toString();
   }
   /** Aborts the requests in flight (a failed open leaves none waiting for their timeout). */
+  /** Cuts the requests in flight short (each fails with LOADERX_IO); later requests go ahead. */
+  interrupt() {
+    for (const abort of [...this.inFlight]) abort('interrupted (another store is opening)');
+  }
+
   close() {
     for (const abort of [...this.inFlight]) abort();
   }
