@@ -92,6 +92,15 @@ pub enum Error {
     #[cfg(feature = "remote")]
     #[error("{url}: no credentials found ({hint}): {}", shown(.source))]
     Credentials { url: String, hint: &'static str, source: object_store::Error },
+    /// A write to a URL was refused: no permission (or no valid credentials) for it.
+    #[cfg(feature = "remote")]
+    #[error("{url}: no permission to write there: {}", shown(.source))]
+    RemoteDenied { url: String, source: object_store::Error },
+    /// A write to a URL lost to another writer (a conditional write failed), or found a store
+    /// where it was to publish one.
+    #[cfg(feature = "remote")]
+    #[error("{url}: {what}")]
+    RemoteConflict { url: String, what: String },
     /// A call on a remote store ran past its deadline.
     #[error("{url}: no answer within the {after:?} deadline")]
     Deadline { url: String, after: std::time::Duration },
@@ -165,7 +174,13 @@ impl Classify for Error {
             #[cfg(feature = "remote")]
             Error::RemoteMissing { .. } => ErrorKind::NotFound,
             #[cfg(feature = "remote")]
-            Error::RemoteChanged { .. } | Error::Credentials { .. } | Error::NoRange { .. } => ErrorKind::Io,
+            Error::RemoteChanged { .. }
+            | Error::Credentials { .. }
+            | Error::NoRange { .. }
+            | Error::RemoteDenied { .. } => ErrorKind::Io,
+            // Another writer holds what this one was to write: as a store locked by a writer.
+            #[cfg(feature = "remote")]
+            Error::RemoteConflict { .. } => ErrorKind::Locked,
         }
     }
 

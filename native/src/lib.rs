@@ -72,6 +72,8 @@ mod source;
 mod sources;
 mod store;
 mod sync;
+#[cfg(feature = "remote")]
+pub mod upload;
 mod writer;
 
 pub use conversion::{Conversion, ConvertOptions, WriteMode};

@@ -83,3 +83,40 @@ pub(crate) fn meter_since(before: (u64, u64, u64, u64, u64)) -> (f64, f64, f64, 
         d(m.cache_misses, before.4),
     )
 }
+
+/// Copies the local store `src` to the URL `dst` (`loaderx_native::upload`: live bytes,
+/// `meta.zr` last, resumable, read back): `{url, objects, skipped, sent_bytes, live_bytes,
+/// apparent_bytes, digest}`. The GIL is released while it runs.
+#[pyfunction]
+#[pyo3(signature = (src, dst, storage_options = None))]
+pub(crate) fn copy_store<'py>(
+    py: Python<'py>,
+    src: std::path::PathBuf,
+    dst: &str,
+    storage_options: Option<std::collections::BTreeMap<String, String>>,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    let options = crate::handle::remote_options(storage_options, None, None, None)?;
+    let report = py.detach(|| loaderx_native::upload::upload(&src, dst, &options, &|_| {})).map_err(to_py)?;
+    let out = pyo3::types::PyDict::new(py);
+    out.set_item("url", report.url)?;
+    out.set_item("objects", report.objects)?;
+    out.set_item("skipped", report.skipped)?;
+    out.set_item("sent_bytes", report.sent)?;
+    out.set_item("live_bytes", report.live)?;
+    out.set_item("apparent_bytes", report.apparent)?;
+    out.set_item("digest", report.digest)?;
+    Ok(out)
+}
+
+/// Removes what an interrupted copy left at `dst` (never a published store): the objects
+/// removed.
+#[pyfunction]
+#[pyo3(signature = (dst, storage_options = None))]
+pub(crate) fn remove_partial_copy(
+    py: Python<'_>,
+    dst: &str,
+    storage_options: Option<std::collections::BTreeMap<String, String>>,
+) -> PyResult<usize> {
+    let options = crate::handle::remote_options(storage_options, None, None, None)?;
+    py.detach(|| loaderx_native::upload::remove_partial(dst, &options)).map_err(to_py)
+}

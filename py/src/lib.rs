@@ -45,6 +45,8 @@ fn _loaderx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_PIXELS", loaderx_core::image::DEFAULT_MAX_PIXELS)?;
     m.add_function(wrap_pyfunction!(handle::commit, m)?)?;
     m.add_function(wrap_pyfunction!(functions::cli, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::copy_store, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::remove_partial_copy, m)?)?;
     m.add_function(wrap_pyfunction!(functions::is_url, m)?)?;
     m.add_function(wrap_pyfunction!(functions::redact_url, m)?)?;
     m.add_function(wrap_pyfunction!(functions::check_writable, m)?)?;

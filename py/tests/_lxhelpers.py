@@ -295,6 +295,45 @@ def free_port():
         return s.getsockname()[1]
 
 
+@contextlib.contextmanager
+def moto_s3(buckets=("stores",)):
+    """moto's S3 server on 127.0.0.1 (from the moto[server] package), with ``buckets`` made and
+    the AWS_* environment set for it while the block runs; yields ``(endpoint, boto3 client)``."""
+    import time
+
+    import boto3
+
+    server = Path(sys.executable).with_name("moto_server")
+    if not server.exists():
+        import pytest
+
+        pytest.skip("moto_server is not installed")
+    port = free_port()
+    proc = subprocess.Popen([str(server), "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test")
+        for bucket in buckets:
+            for _ in range(100):
+                try:
+                    client.create_bucket(Bucket=bucket)
+                    break
+                except Exception:
+                    time.sleep(0.1)
+        yield endpoint, client
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 
 

@@ -3,16 +3,14 @@
 a prefix that is not a store and a missing bucket are typed errors that name the URL."""
 
 import json
-import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from _lxhelpers import FIXTURES, assert_reads_like_local, fixture_names, free_port
+from _lxhelpers import FIXTURES, assert_reads_like_local, fixture_names, free_port, moto_s3
 
 boto3 = pytest.importorskip("boto3", reason="boto3 and moto[server] are installed by scripts/setup.sh")
 
@@ -25,37 +23,13 @@ BUCKET = "stores"
 
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
-    server = Path(sys.executable).with_name("moto_server")
-    if not server.exists():
-        pytest.skip("moto_server is not installed")
-    port = free_port()
-    proc = subprocess.Popen([str(server), "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    endpoint = f"http://127.0.0.1:{port}"
-    env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test")
-        for _ in range(100):
-            try:
-                client.create_bucket(Bucket=BUCKET)
-                break
-            except Exception:
-                time.sleep(0.1)
+    with moto_s3((BUCKET,)) as (_, client):
         for entry in sorted(FIXTURES.iterdir()):
             store = entry / "store"
             if (store / "meta.zr").is_file():
                 for f in store.iterdir():
                     client.upload_file(str(f), BUCKET, f"fixtures/{entry.name}/{f.name}")
         yield client
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 @pytest.mark.parametrize("name", fixture_names())

@@ -309,7 +309,13 @@ async function openViewerPage(url) {
       for (const r of reports) w.__report(`${r.type} report: ${r.body?.message ?? r.body?.id ?? ''} (${r.body?.sourceFile ?? r.url}:${r.body?.lineNumber ?? ''})`);
     }, { buffered: true }).observe();
   });
+  // waitForFunction polls on animation frames by default, which a page in the background gets
+  // none of (a test whose condition was not true at once then waited out its timeout): here it
+  // polls on a timer, and a page opened is brought to the front.
+  const waitFor = page.waitForFunction.bind(page);
+  /** @type {any} */ (page).waitForFunction = (/** @type {any} */ fn, /** @type {any} */ arg, /** @type {any} */ opts = {}) => waitFor(fn, arg, { polling: 50, ...opts });
   await page.goto(url);
+  await page.bringToFront();
   return page;
 }
 
@@ -816,7 +822,8 @@ print(json.dumps(m.excluded_indices().tolist()))
   // NaN records from the statistics panel, one click away in the grid.
   const st = await newPage('store=/extra/stats/');
   await rendered(st);
-  await st.click('text=Compute statistics');
+  // "Compute statistics", or "Recompute" once the statistics test's result is found cached.
+  await st.click('.stats-actions button');
   await st.waitForFunction(() => ['done', 'cached'].includes(/** @type {HTMLElement} */ (document.querySelector('[data-k="stats-state"]')).dataset.v ?? ''));
   await st.click('[data-k="stats-show-nan"]');
   await st.waitForFunction(() => /** @type {HTMLElement} */ (document.querySelector('#grid')).dataset.key?.startsWith('list:'));

@@ -11,6 +11,7 @@
 //! written to (stores at URLs are read-only). Every URL printed is redacted
 //! ([`loaderx_core::url::redact`]: no userinfo, no query values).
 
+mod copy;
 mod images;
 mod npy;
 mod show;
@@ -157,6 +158,27 @@ enum Command {
         #[arg(long)]
         images: bool,
     },
+    /// Copy a local store to object storage (s3://, gs://, az://): only its live bytes (the
+    /// table up to its length, each chunk up to its last record), meta.zr last, so readers see
+    /// the store only once it is whole. An interrupted copy resumes where it stopped; the copy
+    /// is read back and its length and content digest checked. A URL that holds a store is
+    /// refused. Credentials and endpoints come from the environment (AWS_*, GOOGLE_*, AZURE_*)
+    /// and --option.
+    Cp {
+        /// The local store directory.
+        src: PathBuf,
+        /// The destination URL.
+        dst: String,
+        /// An object_store option KEY=VALUE (aws_endpoint, allow_http, ...); repeatable.
+        #[arg(long = "option", value_name = "KEY=VALUE")]
+        options: Vec<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// No progress bar.
+        #[arg(long, short)]
+        quiet: bool,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -243,6 +265,7 @@ where
         Command::Cat { store, indices, values, raw, json } => cat(&store, &indices, values, raw, json),
         Command::Export { store, out } => export(&store, &out),
         Command::Convert { input, store, codec, images } => convert(&input, &store, codec, images),
+        Command::Cp { src, dst, options, json, quiet } => copy::run(&src, &dst, &options, json, quiet),
     };
     let code = result.unwrap_or_else(|e| {
         eprintln!("loaderx: {}", redact(&e.to_string()));

@@ -49,7 +49,7 @@ const MAX_REQUESTS: usize = 256;
 
 /// This process's async runtime ([`PerProcess`]): a forked child builds its own and never
 /// touches (nor drops, which would wait for threads it lacks) the parent's.
-fn runtime() -> Result<&'static tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> Result<&'static tokio::runtime::Runtime> {
     static RUNTIME: PerProcess<tokio::runtime::Runtime> = PerProcess::new();
     RUNTIME.get_or_try_init(|| {
         tokio::runtime::Builder::new_multi_thread()
@@ -63,7 +63,7 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime> {
 
 /// The typed error of a failed request: a version mismatch (the object changed after open) is
 /// named as such; everything else keeps `object_store`'s error.
-fn remote_error(url: &str, source: object_store::Error) -> Error {
+pub(crate) fn remote_error(url: &str, source: object_store::Error) -> Error {
     match source {
         object_store::Error::Precondition { path, .. } | object_store::Error::NotModified { path, .. } => {
             let object = path.rsplit('/').next().unwrap_or(&path).to_owned();
@@ -269,7 +269,11 @@ const CLIENT_KEYS: [&str; 20] = [
 ];
 
 /// Runs `fut` on the process's runtime, failing with [`Error::Deadline`] after `after`.
-fn within<T>(url: &str, after: Duration, fut: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+pub(crate) fn within<T>(
+    url: &str,
+    after: Duration,
+    fut: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
     let url = url.to_owned();
     runtime()?.block_on(async move {
         tokio::time::timeout(after, fut).await.map_err(|_| Error::Deadline { url, after })?
@@ -316,10 +320,42 @@ impl std::fmt::Debug for ObjectSource {
     }
 }
 
-/// Opens the store at `url`, reading the environment's credentials and `options`: its source
-/// (through the disk cache when `options` names one) and the delete journal found there, if
-/// any, checked to apply to the table (the reader applies it in memory).
-pub(crate) fn open(url: &str, options: &RemoteOptions) -> Result<(Arc<dyn ChunkSource>, Overlay)> {
+/// A connection to the objects under a URL: `object_store`'s client for its service, built from
+/// the environment's configuration and `storage_options`, and the prefix the URL names.
+pub(crate) struct Connection {
+    pub(crate) store: Arc<dyn ObjectStore>,
+    pub(crate) prefix: ObjectPath,
+    /// The URL as given (no trailing `/`), and as shown in errors ([`redact`]).
+    pub(crate) url: String,
+    pub(crate) shown: String,
+    scheme: String,
+    /// Keys that may carry credentials: the services' own environment variables and options.
+    config_keys: Vec<String>,
+}
+
+impl Connection {
+    /// A failed request's error: [`Error::Credentials`] when no credentials were configured
+    /// for the service (and the failure is not "not found"), else `object_store`'s.
+    pub(crate) fn explain(&self, source: object_store::Error) -> Error {
+        let url = self.shown.clone();
+        if matches!(source, object_store::Error::NotFound { .. }) {
+            return Error::Remote { url, source };
+        }
+        match missing_credentials(&self.scheme, &self.config_keys) {
+            Some(hint) => Error::Credentials { url, hint, source },
+            None => Error::Remote { url, source },
+        }
+    }
+
+    /// The object `name` under the prefix.
+    pub(crate) fn path(&self, name: &str) -> ObjectPath {
+        self.prefix.clone().join(name)
+    }
+}
+
+/// Connects to `url` with the environment's configuration and `options` (unknown option keys
+/// are [`Error::BadArgument`]).
+pub(crate) fn connect(url: &str, options: &RemoteOptions) -> Result<Connection> {
     let shown = redact(url.trim_end_matches('/'));
     let parsed = url::Url::parse(url.trim_end_matches('/'))
         .map_err(|e| Error::BadArgument(format!("{shown} is not a URL: {e}")))?;
@@ -328,7 +364,6 @@ pub(crate) fn open(url: &str, options: &RemoteOptions) -> Result<(Arc<dyn ChunkS
     // An http:// URL asks for plain HTTP; other schemes need AWS_ALLOW_HTTP or allow_http.
     let plain = (parsed.scheme() == "http").then(|| ("allow_http".to_owned(), "true".to_owned()));
     let config: Vec<(String, String)> = plain.into_iter().chain(env).chain(options.options.clone()).collect();
-    // Keys that may carry credentials: the services' own environment variables and options.
     let config_keys: Vec<String> = config
         .iter()
         .map(|(k, _)| k.clone())
@@ -337,24 +372,35 @@ pub(crate) fn open(url: &str, options: &RemoteOptions) -> Result<(Arc<dyn ChunkS
         .collect();
     let (store, prefix) = object_store::parse_url_opts(&parsed, config)
         .map_err(|e| Error::Remote { url: shown.clone(), source: e })?;
-    let store: Arc<dyn ObjectStore> = Arc::from(store);
-    let url = url.trim_end_matches('/').to_owned();
+    Ok(Connection {
+        store: Arc::from(store),
+        prefix,
+        url: url.trim_end_matches('/').to_owned(),
+        shown,
+        scheme: parsed.scheme().to_owned(),
+        config_keys,
+    })
+}
+
+/// Opens the store at `url`, reading the environment's credentials and `options`: its source
+/// (through the disk cache when `options` names one) and the delete journal found there, if
+/// any, checked to apply to the table (the reader applies it in memory).
+pub(crate) fn open(url: &str, options: &RemoteOptions) -> Result<(Arc<dyn ChunkSource>, Overlay)> {
+    let conn = connect(url, options)?;
     let deadline = options.deadline;
     let cache = match &options.cache {
         Some(config) => Some(DiskCache::new(config.clone()).map_err(Error::io("create cache", &config.dir))?),
         None => None,
     };
-    let (source, journal) =
-        within(&shown, deadline, open_async(url, store, prefix, deadline)).map_err(|e| match e {
-            // A failure other than "not found" with no credentials configured: say so.
-            Error::Remote { url, source } if !matches!(source, object_store::Error::NotFound { .. }) => {
-                match missing_credentials(parsed.scheme(), &config_keys) {
-                    Some(hint) => Error::Credentials { url, hint, source },
-                    None => Error::Remote { url, source },
-                }
-            }
-            other => other,
-        })?;
+    let (source, journal) = within(
+        &conn.shown,
+        deadline,
+        open_async(conn.url.clone(), conn.store.clone(), conn.prefix.clone(), deadline),
+    )
+    .map_err(|e| match e {
+        Error::Remote { source, .. } => conn.explain(source),
+        other => other,
+    })?;
     let source: Arc<dyn ChunkSource> = match cache {
         Some(cache) => Arc::new(CachedSource::new(Box::new(source), cache)),
         None => Arc::new(source),
