@@ -36,8 +36,9 @@ pub fn check_writable(location: &str) -> Result<()> {
             let named =
                 if url == location { shown } else { format!("{shown} (given as a path: `//` became `/`)") };
             Err(Error::BadArgument(format!(
-                "{named}: stores at URLs are read-only; writing to object storage is not supported \
-                 (write to a local directory, then upload it)"
+                "{named}: stores at URLs are read-only (written once, never changed in place); \
+                 write the store to a local directory and `loaderx cp` it there, or give the URL \
+                 to a converter (from_numpy, from_iterator, from_arrow, from_images)"
             )))
         }
     }

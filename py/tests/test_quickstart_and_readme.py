@@ -4,8 +4,8 @@ Pins: the Quick Start of the reference README (SEED.md: two dense streams conver
 mmapped .npy files, a DataLoader with a transform, 256+ steps, every batch row-aligned across
 streams), the "Records" examples (dense gather, ragged from_iterator + pad, the collate
 transform), and every ```python block of the repository README.md, run in order in one
-directory (only the block tagged ```python s3, which needs a bucket, is left out here:
-test_remote_s3.py runs it against a local S3 server).
+directory (only the blocks tagged ```python s3, which need a bucket, are left out here:
+test_remote_s3.py runs them against a local S3 server).
 """
 
 import re
@@ -175,7 +175,7 @@ def test_only_the_s3_block_is_left_out():
     below."""
     tagged = [(tags, code) for tags, code in _fences(_README_TEXT) if tags]
     assert all(tags == ["s3"] for tags, _ in tagged), [tags for tags, _ in tagged]
-    assert len(tagged) == 1 and "s3://" in tagged[0][1]
+    assert len(tagged) == 2 and all("s3://" in code for _, code in tagged)
     assert len(_fences(_README_TEXT)) == len(_BLOCKS) + len(tagged)
 
 

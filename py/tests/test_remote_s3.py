@@ -272,7 +272,7 @@ def test_the_readme_s3_block_runs(s3, tmp_path):
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     blocks = re.findall(r"^```python s3\n(.*?)^```", readme, re.S | re.M)
-    assert len(blocks) == 1, "README.md has one ```python s3 block"
+    assert len(blocks) == 2, "README.md has two ```python s3 blocks (reading, and writing)"
     s3.create_bucket(Bucket="my-bucket")
     rng = np.random.default_rng(0)
     from_numpy(tmp_path / "images", rng.integers(0, 255, (600, 8, 8), dtype=np.uint8))
@@ -286,6 +286,13 @@ def test_the_readme_s3_block_runs(s3, tmp_path):
     code = blocks[0].replace("/tmp/loaderx-cache", str(tmp_path / "cache"))
     p = subprocess.run([sys.executable, "-c", code + "\nassert batch['data'].shape == (256, 8, 8)\nloader.close()\n"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
+    p = subprocess.run([sys.executable, "-c", blocks[1]], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert len(DenseDataset("s3://my-bucket/datasets/labels-v2")) == 1000
+    # The README's `loaderx cp` line, on a local store.
+    p = subprocess.run([sys.executable, "-m", "loaderx", "cp", str(tmp_path / "images"), "s3://my-bucket/datasets/images-cp"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "copied" in p.stdout, p.stderr
+    assert len(DenseDataset("s3://my-bucket/datasets/images-cp")) == 600
 
 
 def test_a_manifest_lists_stores_by_url(s3, tmp_path):

@@ -112,3 +112,25 @@ def test_what_cannot_be_written_is_a_typed_error_naming_the_url(s3, tmp_path):
     assert json.loads(out.stdout)["objects"] >= 2
     out = subprocess.run([sys.executable, "-m", "loaderx", "cp", str(tmp_path / "s"), str(tmp_path / "t")], capture_output=True, text=True)
     assert out.returncode == 2 and "not a URL" in out.stderr
+
+
+def test_converters_write_straight_to_a_url(s3, tmp_path, monkeypatch):
+    _, client = s3
+    monkeypatch.setenv("LOADERX_STAGING_DIR", str(tmp_path / "staging"))
+    (tmp_path / "staging").mkdir()
+    data = np.random.default_rng(2).standard_normal((500, 4, 4)).astype(np.float32)
+    assert from_numpy(f"s3://{BUCKET}/conv/dense", data, progress=False) == 500
+    assert np.array_equal(DenseDataset(f"s3://{BUCKET}/conv/dense")[np.arange(500)], data)
+    docs = [np.arange(n, dtype=np.int64) for n in range(1, 60)]
+    assert from_iterator(f"s3://{BUCKET}/conv/docs", iter(docs), progress=False) == 59
+    assert np.array_equal(RaggedDataset(f"s3://{BUCKET}/conv/docs")[41], docs[41])
+    # The staging directory is left empty; the bucket holds only live bytes.
+    assert list((tmp_path / "staging").iterdir()) == []
+    assert sum(_objects(client, "conv/dense").values()) < 500 * 64 + 2**20
+    # A URL holding a store is refused in every mode, and nothing changes there.
+    for mode in ("append", "overwrite", "error"):
+        with pytest.raises(errors.StoreLockedError, match="written once"):
+            from_numpy(f"s3://{BUCKET}/conv/dense", data[:3], progress=False, mode=mode)
+    assert len(DenseDataset(f"s3://{BUCKET}/conv/dense")) == 500
+    with pytest.raises(errors.BadArgumentError, match="read-only"):
+        from_numpy("http://127.0.0.1:9/x", data, progress=False)

@@ -33,8 +33,8 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _loaderx
-from .errors import BadArgumentError
-from .zrecord import CODECS, _codec_name, _writable
+from .errors import BadArgumentError, NotAStoreError, StoreFullError, StoreLockedError, StoreNotFoundError
+from .zrecord import CODECS, _codec_name, _location, _shown, _writable
 
 if TYPE_CHECKING:
     from ._typing import StrPath, WriteMode
@@ -88,18 +88,45 @@ WRITE_MODES = ("append", "overwrite", "error")
 _Blocks = Callable[[_loaderx.Conversion], Iterator[Tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint64]]]]
 
 
+def _target(path: StrPath, what: str) -> Path | str:
+    """Where a converter writes: a local directory (a Path), or an ``s3://``, ``gs://`` or
+    ``az://`` URL (kept as the string), which the store is staged for (see :func:`_convert`)."""
+    where = _location(path)
+    if isinstance(where, str):
+        if where.split("://", 1)[0].lower() in ("http", "https"):
+            raise BadArgumentError.new(
+                f"cannot {what} {_shown(where)}: HTTP URLs are read-only; write to s3://, gs://, az:// or a local directory"
+            )
+        return where
+    return _writable(path, what)
+
+
+def _label(path: Path | str) -> str:
+    """The store's name, for the progress bar."""
+    return path.name if isinstance(path, Path) else path.rstrip("/").rsplit("/", 1)[-1]
+
+
 def _convert(
-    path: StrPath,
+    path: Path | str,
     schema: _loaderx.Schema | None,
     codec: str,
     mode: str,
     dict_size: int | None,
     bar: _Progress,
     blocks: _Blocks,
+    storage_options: dict[str, str] | None = None,
 ) -> int:
     """Runs one conversion through the native session (``_loaderx.Conversion``), which owns the
     rules: the target and mode checks, schema compatibility, record sizes, dictionary training,
-    rollback and the schema written last. A converter only produces the blocks."""
+    rollback and the schema written last. A converter only produces the blocks.
+
+    A URL target is written locally first, in a staging directory (``LOADERX_STAGING_DIR``, or
+    the system's temporary directory), then copied up by :func:`loaderx.remote.copy` (live bytes,
+    ``meta.zr`` last) and the staging directory removed. A store already at the URL is refused in
+    every mode: stores at URLs are written once (appending or overwriting in place could show
+    readers a table and chunks of two versions)."""
+    if isinstance(path, str):
+        return _convert_to_url(path, schema, codec, mode, dict_size, bar, blocks, storage_options)
     try:
         # As in the reference, dict_size means something only to the dictionary codec.
         dict_size = dict_size if codec == "zstd_dict" else None
@@ -113,6 +140,50 @@ def _convert(
             conversion.abort()  # rolls back, unless finished
     finally:
         bar.close()
+
+
+def _convert_to_url(
+    url: str,
+    schema: _loaderx.Schema | None,
+    codec: str,
+    mode: str,
+    dict_size: int | None,
+    bar: _Progress,
+    blocks: _Blocks,
+    storage_options: dict[str, str] | None,
+) -> int:
+    """:func:`_convert` to a URL: staged locally, copied up, the staging removed."""
+    import errno
+    import shutil
+    import tempfile
+
+    from . import remote
+
+    try:
+        _loaderx.Handle(url, create=False, storage_options=storage_options)
+    except (StoreNotFoundError, NotAStoreError):
+        pass  # nothing there, or an interrupted copy's objects (a copy resumes or replaces them)
+    else:
+        raise StoreLockedError.new(
+            f"{_shown(url)} already holds a store (mode={mode!r}): stores at URLs are written once, "
+            "never appended to or overwritten in place; write to a new URL"
+        )
+    staging = os.environ.get("LOADERX_STAGING_DIR") or None
+    stage = Path(tempfile.mkdtemp(prefix="loaderx-stage-", dir=staging))
+    try:
+        try:
+            n = _convert(stage / "store", schema, codec, "error", dict_size, bar, blocks)
+        except OSError as e:
+            if e.errno == errno.ENOSPC or "No space left" in str(e):
+                raise StoreFullError.new(
+                    f"writing {_shown(url)}: the local staging space ran out in {stage.parent} "
+                    "(set LOADERX_STAGING_DIR to a directory with room for the store)"
+                ) from e
+            raise
+        remote.copy(stage / "store", url, storage_options)
+        return n
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 def _check_plain(dtype: np.dtype[Any]) -> None:
@@ -145,6 +216,7 @@ def from_numpy(
     schema: Mapping[str, Any] | None = None,
     progress: bool | None = None,
     mode: WriteMode = "append",
+    storage_options: dict[str, str] | None = None,
 ) -> int:
     """Persist a stacked NumPy array as a dense store: one record per slice along axis 0.
 
@@ -153,8 +225,10 @@ def from_numpy(
 
     Args:
         path (str | Path): Destination directory (created if missing). It must be new, empty
-            or a store: a directory holding other files is refused, and so is a URL (stores on
-            URLs are read-only).
+            or a store: a directory holding other files is refused. Or an ``s3://``, ``gs://``
+            or ``az://`` URL where no store is: the store is written in a local staging
+            directory (``LOADERX_STAGING_DIR``), copied up (:func:`loaderx.remote.copy`) and the
+            staging removed; a URL holding a store is refused in every mode.
         array (np.ndarray): Samples stacked along axis 0; may be memory-mapped.
         codec (str): ``"zstd"`` (default), ``"raw"`` or ``"zstd_dict"``.
         chunk_bytes (int): Upper bound on the bytes submitted per append.
@@ -166,6 +240,8 @@ def from_numpy(
             as in loaderx 0.9.11) adds the records after its own, ``"overwrite"`` replaces the
             store (its records are removed before writing), ``"error"`` raises
             :class:`FileExistsError`.
+        storage_options (dict, optional): For a URL ``path``: object_store's options
+            (endpoint, credentials), over the environment's.
 
     Returns:
         int: Number of records written.
@@ -178,7 +254,7 @@ def from_numpy(
     if array.dtype.hasobject:
         raise TypeError("object arrays cannot be stored; convert them to a fixed-size dtype")
     _check_plain(array.dtype)
-    path = _writable(path, "convert to")
+    path = _target(path, "convert to")
     if schema is None:
         schema = {"kind": "dense", "dtype": array.dtype.str, "item_shape": [int(d) for d in array.shape[1:]]}
     itemsize = max(1, int(np.prod(array.shape[1:], dtype=np.int64)) * array.dtype.itemsize)
@@ -189,8 +265,8 @@ def from_numpy(
             block = np.ascontiguousarray(array[start : start + step])
             yield block.reshape(-1).view(np.uint8), np.arange(len(block), dtype=np.uint64) * np.uint64(itemsize)
 
-    bar = _Progress(progress, len(array), f"converting {path.name}")
-    return _convert(path, _loaderx.Schema.for_converter(dict(schema), "dense", codec), codec, mode, dict_size, bar, blocks)
+    bar = _Progress(progress, len(array), f"converting {_label(path)}")
+    return _convert(path, _loaderx.Schema.for_converter(dict(schema), "dense", codec), codec, mode, dict_size, bar, blocks, storage_options)
 
 
 def _record_bytes(record: npt.ArrayLike) -> tuple[npt.NDArray[np.uint8], npt.NDArray[Any] | None]:
@@ -212,6 +288,7 @@ def from_iterator(
     schema: Mapping[str, Any] | None = None,
     progress: bool | None = None,
     mode: WriteMode = "append",
+    storage_options: dict[str, str] | None = None,
 ) -> int:
     """Persist an iterable of records as a ragged store.
 
@@ -225,7 +302,7 @@ def from_iterator(
         int: Number of records written.
     """
     codec = _check_codec(codec)
-    path = _writable(path, "convert to")
+    path = _target(path, "convert to")
     end: Any = object()
     inferred: dict[str, object] | None = None  # the schema the first record makes
     if isinstance(source, (bytes, bytearray)):
@@ -264,7 +341,8 @@ def from_iterator(
         yield from _in_blocks(checked(), chunk_bytes)
 
     checked = None if schema is None else _loaderx.Schema.for_converter(dict(schema), "ragged", codec)
-    return _convert(path, checked, codec, mode, dict_size, _Progress(progress, total, f"converting {path.name}"), blocks)
+    bar = _Progress(progress, total, f"converting {_label(path)}")
+    return _convert(path, checked, codec, mode, dict_size, bar, blocks, storage_options)
 
 
 def _in_blocks(
@@ -301,6 +379,7 @@ def from_arrow(
     dict_size: int | None = None,
     progress: bool | None = None,
     mode: WriteMode = "append",
+    storage_options: dict[str, str] | None = None,
     images: bool = False,
 ) -> int:
     """Persist one column of Arrow data as a store (needs pyarrow).
@@ -327,10 +406,10 @@ def from_arrow(
     from . import arrow
 
     codec = _check_codec(codec)
-    path = _writable(path, "convert to")
+    path = _target(path, "convert to")
     name, field, rows, arrays = arrow.arrow_source(data, column)
     if images:
-        return _arrow_images(path, name, field, rows, arrays, codec, chunk_bytes, progress, mode)
+        return _arrow_images(path, name, field, rows, arrays, codec, chunk_bytes, progress, mode, storage_options)
     kind, dtype, shape = arrow.column_plan(name, field)
     store_kind = "dense" if kind == "dense" else "ragged"
     schema = {"kind": store_kind, "dtype": dtype.str, "item_shape": [int(d) for d in shape]}
@@ -352,7 +431,8 @@ def from_arrow(
             first_row += len(arr)
 
     checked = _loaderx.Schema.for_converter(cast("dict[str, object]", schema), store_kind, codec)
-    return _convert(path, checked, codec, mode, dict_size, _Progress(progress, rows, f"converting {path.name}"), blocks)
+    bar = _Progress(progress, rows, f"converting {_label(path)}")
+    return _convert(path, checked, codec, mode, dict_size, bar, blocks, storage_options)
 
 
 def image_files(directory: StrPath) -> list[Path]:
@@ -418,6 +498,7 @@ def from_images(
     chunk_bytes: int = WRITE_CHUNK_BYTES,
     progress: bool | None = None,
     mode: WriteMode = "append",
+    storage_options: dict[str, str] | None = None,
 ) -> int:
     """Persist encoded images (JPEG, PNG, WebP) as a store that :class:`~loaderx.dataset.
     ImageDataset` reads as pictures.
@@ -437,7 +518,7 @@ def from_images(
         int: Number of records written.
     """
     codec = _check_codec(codec)
-    path = _writable(path, "convert to")
+    path = _target(path, "convert to")
     if isinstance(items, (str, os.PathLike)):
         items = image_files(items)
     elif isinstance(items, (bytes, bytearray)):
@@ -449,12 +530,21 @@ def from_images(
             yield _image_bytes(item, k), (os.fspath(item) if isinstance(item, (str, os.PathLike)) else f"{len(item)} bytes")
 
     schema = _loaderx.Schema.for_converter(dict(_IMAGE_SCHEMA), "ragged", codec)
-    bar = _Progress(progress, total, f"converting {path.name}")
-    return _convert(path, schema, codec, mode, None, bar, _image_blocks(named(), chunk_bytes))
+    bar = _Progress(progress, total, f"converting {_label(path)}")
+    return _convert(path, schema, codec, mode, None, bar, _image_blocks(named(), chunk_bytes), storage_options)
 
 
 def _arrow_images(
-    path: Path, name: str, field: Any, rows: int | None, arrays: Iterator[Any], codec: str, chunk_bytes: int, progress: bool | None, mode: str
+    path: Path | str,
+    name: str,
+    field: Any,
+    rows: int | None,
+    arrays: Iterator[Any],
+    codec: str,
+    chunk_bytes: int,
+    progress: bool | None,
+    mode: str,
+    storage_options: dict[str, str] | None = None,
 ) -> int:
     """``from_arrow(..., images=True)``: a binary column, or a struct column with a binary
     ``bytes`` field (HF ``datasets.Image``), stored as :func:`from_images` stores images."""
@@ -476,5 +566,5 @@ def _arrow_images(
                 row += 1
 
     schema = _loaderx.Schema.for_converter(dict(_IMAGE_SCHEMA), "ragged", codec)
-    bar = _Progress(progress, rows, f"converting {path.name}")
-    return _convert(path, schema, codec, mode, None, bar, _image_blocks(records(), chunk_bytes))
+    bar = _Progress(progress, rows, f"converting {_label(path)}")
+    return _convert(path, schema, codec, mode, None, bar, _image_blocks(records(), chunk_bytes), storage_options)

@@ -85,14 +85,15 @@ def _location(path: StrPath) -> str | Path:
 
 
 def _writable(path: StrPath, what: str = "write") -> Path:
-    """The local directory a write goes to. Writing to object storage or HTTP does not exist
-    yet, so a URL (any ``scheme://`` but ``file://``) is a :class:`BadArgumentError` naming it,
-    never a local folder called ``s3:``."""
+    """The local directory a write goes to. A store at a URL is never changed in place, so a URL
+    (any ``scheme://`` but ``file://``) is a :class:`BadArgumentError` naming it, never a local
+    folder called ``s3:``; converters stage a new store for a URL instead (``converter._target``)."""
     where = _location(path)
     if not isinstance(where, Path):
         raise BadArgumentError.new(
-            f"cannot {what} {_shown(where)}: stores on URLs are read-only (writing to object storage "
-            "is not supported yet); write to a local directory"
+            f"cannot {what} {_shown(where)}: stores on URLs are read-only (written once, never "
+            "changed in place); write to a local directory and copy it up (loaderx.remote.copy, "
+            "loaderx cp), or give the URL to a converter (from_numpy, from_iterator, ...)"
         )
     return where
 
