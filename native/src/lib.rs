@@ -67,12 +67,13 @@ pub mod pack;
 pub mod process;
 mod reader;
 mod records;
+#[cfg(feature = "remote")]
+mod remote_manifest;
 mod shared;
 mod source;
 mod sources;
 mod store;
 mod sync;
-#[cfg(feature = "remote")]
 pub mod upload;
 mod writer;
 

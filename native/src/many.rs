@@ -37,10 +37,15 @@ pub enum Found {
     Manifest(PathBuf),
 }
 
-/// Store or manifest: looks at `location` and asks [`manifest::identify`]. A URL is a store
-/// (manifests are local files); a local path that is neither is the core's typed error.
+/// Store or manifest: looks at `location` and asks [`manifest::identify`]. A URL is a store,
+/// or a manifest when it names a `.json` object; a local path that is neither is the core's
+/// typed error.
 pub fn identify(location: &str) -> Result<Found> {
     if is_url(location) {
+        // A manifest at a URL is named by its file (`.../manifest.json`); a prefix is a store.
+        if location.to_ascii_lowercase().ends_with(".json") {
+            return Ok(Found::Manifest(PathBuf::from(location)));
+        }
         return Ok(Found::Store(location.to_owned()));
     }
     let path = Path::new(location);
@@ -61,6 +66,19 @@ pub fn identify(location: &str) -> Result<Found> {
         Err(manifest::IdentifyError::Missing) => Err(Error::NotFound(path.to_owned())),
         Err(e) => Err(Error::classified(path, e)),
     }
+}
+
+/// Reads the manifest at `path`, a local file or (`remote`) a URL.
+fn read_manifest_at(path: &Path, remote: &RemoteOptions) -> Result<Manifest> {
+    let location = path.to_string_lossy();
+    if is_url(&location) {
+        #[cfg(feature = "remote")]
+        return crate::remote_manifest::read(&location, remote);
+        #[cfg(not(feature = "remote"))]
+        return Err(Error::BadArgument(format!("{location}: this build reads local manifests only")));
+    }
+    let _ = remote;
+    read_manifest(path)
 }
 
 /// Reads the manifest at `path`.
@@ -89,6 +107,12 @@ fn resolve(manifest_path: &Path, listed: &str) -> String {
     if is_url(listed) || Path::new(listed).is_absolute() {
         return listed.to_owned();
     }
+    let location = manifest_path.to_string_lossy();
+    if is_url(&location) {
+        // Relative to the manifest object's prefix.
+        let dir = location.rsplit_once('/').map_or(&*location, |(d, _)| d);
+        return format!("{dir}/{}", listed.trim_start_matches("./"));
+    }
     directory_of(manifest_path).join(listed).to_string_lossy().into_owned()
 }
 
@@ -98,6 +122,23 @@ fn resolve(manifest_path: &Path, listed: &str) -> String {
 /// one atomic step. One committer at a time: concurrent commits to one manifest would each
 /// keep only their own additions.
 pub fn commit(path: &Path, stores: &[String], remote: &RemoteOptions) -> Result<Manifest> {
+    let location = path.to_string_lossy();
+    if is_url(&location) {
+        // A manifest at a URL: conditional writes, so concurrent committers lose nothing.
+        #[cfg(feature = "remote")]
+        {
+            let checked: Vec<(String, u64, Option<Schema>)> = stores
+                .par_iter()
+                .map(|listed| {
+                    let store = Store::open_location(&resolve(path, listed), false, remote)?;
+                    Ok((listed.clone(), store.len(), store.schema()?))
+                })
+                .collect::<Result<_>>()?;
+            return crate::remote_manifest::commit(&location, &checked, remote);
+        }
+        #[cfg(not(feature = "remote"))]
+        return Err(Error::BadArgument(format!("{location}: this build writes local manifests only")));
+    }
     let mut manifest = match read_manifest(path) {
         Ok(m) => m,
         Err(Error::NotFound(_)) => Manifest::new(),
@@ -131,7 +172,7 @@ impl Many {
     /// Opens every store the manifest at `path` lists (concurrently) and checks each against
     /// its entry.
     pub fn open(path: &Path, remote: &RemoteOptions) -> Result<Many> {
-        let manifest = read_manifest(path)?;
+        let manifest = read_manifest_at(path, remote)?;
         let stores: Vec<Store> = manifest
             .stores()
             .par_iter()

@@ -18,22 +18,10 @@
 //!   each. Retries of interrupted requests are `object_store`'s.
 //! * The store must not be written while it is copied (the copy reads its header once).
 
-use std::io::Read;
 use std::path::Path;
-use std::sync::Mutex;
 
-use futures::{StreamExt, TryStreamExt};
-use loaderx_core::open::{
-    chunk_ids, chunk_name, CHECKSUM_FILE, DICT_FILE, JOURNAL_FILE, META_FILE, SCHEMA_FILE,
-};
-use loaderx_core::stats::file_used;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart};
-use sha2::{Digest, Sha256};
-
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::options::RemoteOptions;
-use crate::sources::object::{connect, runtime, Connection};
-use crate::store::Store;
 
 /// The object under the destination that lists the objects a copy finished.
 pub const MARKER: &str = ".loaderx-upload";
@@ -65,291 +53,349 @@ pub struct CopyReport {
     pub digest: Option<String>,
 }
 
-/// One file of the store and the bytes of it that go up.
-#[derive(Debug, Clone)]
-struct Part {
-    name: String,
-    used: u64,
-}
-
-/// The files of the store at `dir` with their live bytes, `meta.zr` last, and their apparent
-/// size in all.
-fn parts_of(dir: &Path, store: &Store) -> Result<(Vec<Part>, u64)> {
-    let header = store.header();
-    let mut names: Vec<String> = chunk_ids(&header).map(chunk_name).collect();
-    names.extend([SCHEMA_FILE, DICT_FILE, JOURNAL_FILE, CHECKSUM_FILE, META_FILE].map(str::to_owned));
-    let mut parts = Vec::new();
-    let mut apparent = 0;
-    for name in names {
-        let path = dir.join(&name);
-        let size = match std::fs::metadata(&path) {
-            Ok(m) => m.len(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(Error::io("read the size of", &path)(e)),
-        };
-        apparent += size;
-        parts.push(Part { used: file_used(&name, size, &header), name });
-    }
-    Ok((parts, apparent))
-}
-
-/// SHA-256 of the first `len` bytes of `path`, in hex.
-fn local_sha256(path: &Path, len: u64) -> Result<String> {
-    let file = std::fs::File::open(path).map_err(Error::io("open", path))?;
-    let mut reader = file.take(len);
-    let mut hash = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = reader.read(&mut buf).map_err(Error::io("read", path))?;
-        if n == 0 {
-            break;
-        }
-        hash.update(&buf[..n]);
-    }
-    Ok(hex(&hash.finalize()))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The error of a failed write at `conn`: no permission, no such bucket, or `object_store`'s
-/// (after its retries), each naming the URL.
-fn write_error(conn: &Connection, source: object_store::Error) -> Error {
-    match source {
-        object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. } => {
-            Error::RemoteDenied { url: conn.shown.clone(), source }
-        }
-        object_store::Error::NotFound { .. } => {
-            let bucket = url::Url::parse(&conn.url).ok().and_then(|u| u.host_str().map(str::to_owned));
-            Error::RemoteMissing {
-                url: conn.shown.clone(),
-                what: format!("no such bucket or container: {}", bucket.unwrap_or_default()),
-            }
-        }
-        source => conn.explain(source),
-    }
-}
-
-/// The marker's entries (`name size sha256` per line), or none when there is no marker.
-async fn read_marker(conn: &Connection) -> Result<Vec<(String, u64, String)>> {
-    let got = match conn.store.get(&conn.path(MARKER)).await {
-        Ok(r) => r.bytes().await.map_err(|e| write_error(conn, e))?,
-        Err(object_store::Error::NotFound { .. }) => return Ok(Vec::new()),
-        Err(e) => return Err(write_error(conn, e)),
-    };
-    let text = String::from_utf8_lossy(&got);
-    Ok(text
-        .lines()
-        .skip(1)
-        .filter_map(|l| {
-            let mut w = l.split(' ');
-            Some((w.next()?.to_owned(), w.next()?.parse().ok()?, w.next()?.to_owned()))
-        })
-        .collect())
-}
-
-async fn write_marker(conn: &Connection, done: &[(String, u64, String)]) -> Result<()> {
-    let mut text = String::from("loaderx-upload 1\n");
-    for (name, size, sha) in done {
-        text.push_str(&format!("{name} {size} {sha}\n"));
-    }
-    conn.store
-        .put(&conn.path(MARKER), PutPayload::from(text.into_bytes()))
-        .await
-        .map_err(|e| write_error(conn, e))?;
-    Ok(())
-}
-
-/// Uploads the first `len` bytes of `path` as `name`, `mode` for a single request; returns
-/// their SHA-256. `sent(n)` is called as bytes go.
-async fn put_file(
-    conn: &Connection,
-    path: &Path,
-    name: &str,
-    len: u64,
-    mode: PutMode,
-    sent: &(dyn Fn(u64) + Sync),
-) -> Result<String> {
-    let file = std::fs::File::open(path).map_err(Error::io("open", path))?;
-    let mut reader = file.take(len);
-    let mut hash = Sha256::new();
-    let target = conn.path(name);
-    let read_part = |reader: &mut std::io::Take<std::fs::File>| -> Result<Vec<u8>> {
-        let mut buf = Vec::with_capacity(PART.min(len as usize));
-        reader.by_ref().take(PART as u64).read_to_end(&mut buf).map_err(Error::io("read", path))?;
-        Ok(buf)
-    };
-    if len <= SINGLE_PUT || !matches!(mode, PutMode::Overwrite) {
-        let mut bytes = Vec::with_capacity(len as usize);
-        reader.read_to_end(&mut bytes).map_err(Error::io("read", path))?;
-        if bytes.len() as u64 != len {
-            return Err(Error::BadArgument(format!("{} changed while it was copied", path.display())));
-        }
-        hash.update(&bytes);
-        let opts = PutOptions { mode, ..PutOptions::default() };
-        conn.store.put_opts(&target, PutPayload::from(bytes), opts).await.map_err(|e| match e {
-            object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. } => {
-                Error::RemoteConflict {
-                    url: conn.shown.clone(),
-                    what: format!(
-                        "{name} appeared there while this copy ran: another copy published a store first"
-                    ),
-                }
-            }
-            e => write_error(conn, e),
-        })?;
-        sent(len);
-        return Ok(hex(&hash.finalize()));
-    }
-    let upload = conn.store.put_multipart(&target).await.map_err(|e| write_error(conn, e))?;
-    let mut writer = WriteMultipart::new_with_chunk_size(upload, PART);
-    let mut total = 0u64;
-    let result: Result<()> = async {
-        loop {
-            let buf = read_part(&mut reader)?;
-            if buf.is_empty() {
-                break;
-            }
-            hash.update(&buf);
-            writer.wait_for_capacity(PARTS_IN_FLIGHT).await.map_err(|e| write_error(conn, e))?;
-            writer.write(&buf);
-            total += buf.len() as u64;
-            sent(buf.len() as u64);
-        }
-        if total != len {
-            return Err(Error::BadArgument(format!("{} changed while it was copied", path.display())));
-        }
-        Ok(())
-    }
-    .await;
-    match result {
-        Ok(()) => {
-            writer.finish().await.map_err(|e| write_error(conn, e))?;
-            Ok(hex(&hash.finalize()))
-        }
-        Err(e) => {
-            // Parts already sent are dropped server-side (best effort).
-            let _ = writer.abort().await;
-            Err(e)
-        }
-    }
-}
-
 /// Copies the store at local directory `src` to `dst` (an `s3://`, `gs://` or `az://` URL):
 /// its live bytes, `meta.zr` last (see the module docs), resuming an interrupted copy of the
 /// same store. Then opens the copy and checks its length and content digest against the
-/// local store's. `sent(n)` is called as bytes go up (for a progress bar).
+/// local store's. `sent(n)` is called as bytes go up (for a progress bar). A build without
+/// object storage (the `remote` feature) refuses with [`crate::Error::BadArgument`].
 pub fn upload(
     src: &Path,
     dst: &str,
     options: &RemoteOptions,
     sent: &(dyn Fn(u64) + Sync),
 ) -> Result<CopyReport> {
-    let local = Store::open_location(&src.to_string_lossy(), false, options)?;
-    let (parts, apparent) = parts_of(src, &local)?;
-    let live: u64 = parts.iter().map(|p| p.used).sum();
-    let conn = connect(dst, options)?;
-    let (objects, skipped, sent_bytes) = runtime()?.block_on(async {
-        match conn.store.head(&conn.path(META_FILE)).await {
-            Ok(_) => {
-                return Err(Error::RemoteConflict {
-                    url: conn.shown.clone(),
-                    what: "a store is already there (its meta.zr exists); copies never overwrite one".into(),
-                })
+    #[cfg(feature = "remote")]
+    return imp::upload(src, dst, options, sent);
+    #[cfg(not(feature = "remote"))]
+    {
+        let _ = (src, options, sent);
+        Err(no_remote(dst))
+    }
+}
+
+/// Removes what an interrupted copy left under `dst` (objects and the marker), never a
+/// published store: refused with [`crate::Error::RemoteConflict`] when `meta.zr` is there.
+pub fn remove_partial(dst: &str, options: &RemoteOptions) -> Result<usize> {
+    #[cfg(feature = "remote")]
+    return imp::remove_partial(dst, options);
+    #[cfg(not(feature = "remote"))]
+    {
+        let _ = options;
+        Err(no_remote(dst))
+    }
+}
+
+#[cfg(not(feature = "remote"))]
+fn no_remote(dst: &str) -> crate::Error {
+    crate::Error::BadArgument(format!(
+        "{}: this build has no object storage client (see docs/release.md); copy the store from a build that has one",
+        loaderx_core::url::redact(dst)
+    ))
+}
+
+#[cfg(feature = "remote")]
+mod imp {
+    use super::*;
+    use std::io::Read;
+    use std::sync::Mutex;
+
+    use futures::{StreamExt, TryStreamExt};
+    use loaderx_core::open::{
+        chunk_ids, chunk_name, CHECKSUM_FILE, DICT_FILE, JOURNAL_FILE, META_FILE, SCHEMA_FILE,
+    };
+    use loaderx_core::stats::file_used;
+    use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart};
+    use sha2::{Digest, Sha256};
+
+    use crate::error::Error;
+    use crate::sources::object::{connect, runtime, Connection};
+    use crate::store::Store;
+
+    /// One file of the store and the bytes of it that go up.
+    #[derive(Debug, Clone)]
+    struct Part {
+        name: String,
+        used: u64,
+    }
+
+    /// The files of the store at `dir` with their live bytes, `meta.zr` last, and their apparent
+    /// size in all.
+    fn parts_of(dir: &Path, store: &Store) -> Result<(Vec<Part>, u64)> {
+        let header = store.header();
+        let mut names: Vec<String> = chunk_ids(&header).map(chunk_name).collect();
+        names.extend([SCHEMA_FILE, DICT_FILE, JOURNAL_FILE, CHECKSUM_FILE, META_FILE].map(str::to_owned));
+        let mut parts = Vec::new();
+        let mut apparent = 0;
+        for name in names {
+            let path = dir.join(&name);
+            let size = match std::fs::metadata(&path) {
+                Ok(m) => m.len(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io("read the size of", &path)(e)),
+            };
+            apparent += size;
+            parts.push(Part { used: file_used(&name, size, &header), name });
+        }
+        Ok((parts, apparent))
+    }
+
+    /// SHA-256 of the first `len` bytes of `path`, in hex.
+    fn local_sha256(path: &Path, len: u64) -> Result<String> {
+        let file = std::fs::File::open(path).map_err(Error::io("open", path))?;
+        let mut reader = file.take(len);
+        let mut hash = Sha256::new();
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = reader.read(&mut buf).map_err(Error::io("read", path))?;
+            if n == 0 {
+                break;
             }
-            Err(object_store::Error::NotFound { .. }) => {}
-            Err(e) => return Err(write_error(&conn, e)),
+            hash.update(&buf[..n]);
         }
-        let earlier = read_marker(&conn).await?;
-        let done = Mutex::new(Vec::new());
-        let skipped = Mutex::new(0usize);
-        let sent_bytes = std::sync::atomic::AtomicU64::new(0);
-        let count = |n: u64| {
-            sent_bytes.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-            sent(n);
-        };
-        let (meta, rest): (Vec<Part>, Vec<Part>) = parts.iter().cloned().partition(|p| p.name == META_FILE);
-        futures::stream::iter(rest.iter().map(Ok))
-            .try_for_each_concurrent(PARALLEL, |part| {
-                let (conn, earlier, done, skipped, count) = (&conn, &earlier, &done, &skipped, &count);
-                async move {
-                    let path = src.join(&part.name);
-                    let before = earlier.iter().find(|(n, size, _)| *n == part.name && *size == part.used);
-                    if let Some((_, _, sha)) = before {
-                        if local_sha256(&path, part.used)? == *sha {
-                            *skipped.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-                            done.lock().unwrap_or_else(|e| e.into_inner()).push((
-                                part.name.clone(),
-                                part.used,
-                                sha.clone(),
-                            ));
-                            return Ok(());
-                        }
-                    }
-                    let sha = put_file(conn, &path, &part.name, part.used, PutMode::Overwrite, count).await?;
-                    let listed = {
-                        let mut d = done.lock().unwrap_or_else(|e| e.into_inner());
-                        d.push((part.name.clone(), part.used, sha));
-                        d.clone()
-                    };
-                    write_marker(conn, &listed).await
+        Ok(hex(&hash.finalize()))
+    }
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The error of a failed write at `conn`: no permission, no such bucket, or `object_store`'s
+    /// (after its retries), each naming the URL.
+    fn write_error(conn: &Connection, source: object_store::Error) -> Error {
+        match source {
+            object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. } => {
+                Error::RemoteDenied { url: conn.shown.clone(), source }
+            }
+            object_store::Error::NotFound { .. } => {
+                let bucket = url::Url::parse(&conn.url).ok().and_then(|u| u.host_str().map(str::to_owned));
+                Error::RemoteMissing {
+                    url: conn.shown.clone(),
+                    what: format!("no such bucket or container: {}", bucket.unwrap_or_default()),
                 }
+            }
+            source => conn.explain(source),
+        }
+    }
+
+    /// The marker's entries (`name size sha256` per line), or none when there is no marker.
+    async fn read_marker(conn: &Connection) -> Result<Vec<(String, u64, String)>> {
+        let got = match conn.store.get(&conn.path(MARKER)).await {
+            Ok(r) => r.bytes().await.map_err(|e| write_error(conn, e))?,
+            Err(object_store::Error::NotFound { .. }) => return Ok(Vec::new()),
+            Err(e) => return Err(write_error(conn, e)),
+        };
+        let text = String::from_utf8_lossy(&got);
+        Ok(text
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                let mut w = l.split(' ');
+                Some((w.next()?.to_owned(), w.next()?.parse().ok()?, w.next()?.to_owned()))
             })
-            .await?;
-        // Publication: meta.zr last, only where none is.
-        for part in &meta {
-            put_file(&conn, &src.join(&part.name), &part.name, part.used, PutMode::Create, &count).await?;
+            .collect())
+    }
+
+    async fn write_marker(conn: &Connection, done: &[(String, u64, String)]) -> Result<()> {
+        let mut text = String::from("loaderx-upload 1\n");
+        for (name, size, sha) in done {
+            text.push_str(&format!("{name} {size} {sha}\n"));
         }
-        match conn.store.delete(&conn.path(MARKER)).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-            Err(e) => return Err(write_error(&conn, e)),
+        conn.store
+            .put(&conn.path(MARKER), PutPayload::from(text.into_bytes()))
+            .await
+            .map_err(|e| write_error(conn, e))?;
+        Ok(())
+    }
+
+    /// Uploads the first `len` bytes of `path` as `name`, `mode` for a single request; returns
+    /// their SHA-256. `sent(n)` is called as bytes go.
+    async fn put_file(
+        conn: &Connection,
+        path: &Path,
+        name: &str,
+        len: u64,
+        mode: PutMode,
+        sent: &(dyn Fn(u64) + Sync),
+    ) -> Result<String> {
+        let file = std::fs::File::open(path).map_err(Error::io("open", path))?;
+        let mut reader = file.take(len);
+        let mut hash = Sha256::new();
+        let target = conn.path(name);
+        let read_part = |reader: &mut std::io::Take<std::fs::File>| -> Result<Vec<u8>> {
+            let mut buf = Vec::with_capacity(PART.min(len as usize));
+            reader.by_ref().take(PART as u64).read_to_end(&mut buf).map_err(Error::io("read", path))?;
+            Ok(buf)
+        };
+        if len <= SINGLE_PUT || !matches!(mode, PutMode::Overwrite) {
+            let mut bytes = Vec::with_capacity(len as usize);
+            reader.read_to_end(&mut bytes).map_err(Error::io("read", path))?;
+            if bytes.len() as u64 != len {
+                return Err(Error::BadArgument(format!("{} changed while it was copied", path.display())));
+            }
+            hash.update(&bytes);
+            let opts = PutOptions { mode, ..PutOptions::default() };
+            conn.store.put_opts(&target, PutPayload::from(bytes), opts).await.map_err(|e| match e {
+                object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. } => {
+                    Error::RemoteConflict {
+                        url: conn.shown.clone(),
+                        what: format!(
+                            "{name} appeared there while this copy ran: another copy published a store first"
+                        ),
+                    }
+                }
+                e => write_error(conn, e),
+            })?;
+            sent(len);
+            return Ok(hex(&hash.finalize()));
         }
-        let skipped = *skipped.lock().unwrap_or_else(|e| e.into_inner());
-        Ok((parts.len(), skipped, sent_bytes.load(std::sync::atomic::Ordering::Relaxed)))
-    })?;
-    // Read back: the copy opens as a store of the same length and content digest.
-    let copy = Store::open_location(dst, false, options)?;
-    let digest = copy.content_digest()?;
-    if copy.len() != local.len() || digest != local.content_digest()? {
-        return Err(Error::Corrupt {
-            file: conn.shown.clone().into(),
-            offset: None,
-            index: None,
-            detail: format!(
+        let upload = conn.store.put_multipart(&target).await.map_err(|e| write_error(conn, e))?;
+        let mut writer = WriteMultipart::new_with_chunk_size(upload, PART);
+        let mut total = 0u64;
+        let result: Result<()> = async {
+            loop {
+                let buf = read_part(&mut reader)?;
+                if buf.is_empty() {
+                    break;
+                }
+                hash.update(&buf);
+                writer.wait_for_capacity(PARTS_IN_FLIGHT).await.map_err(|e| write_error(conn, e))?;
+                writer.write(&buf);
+                total += buf.len() as u64;
+                sent(buf.len() as u64);
+            }
+            if total != len {
+                return Err(Error::BadArgument(format!("{} changed while it was copied", path.display())));
+            }
+            Ok(())
+        }
+        .await;
+        match result {
+            Ok(()) => {
+                writer.finish().await.map_err(|e| write_error(conn, e))?;
+                Ok(hex(&hash.finalize()))
+            }
+            Err(e) => {
+                // Parts already sent are dropped server-side (best effort).
+                let _ = writer.abort().await;
+                Err(e)
+            }
+        }
+    }
+
+    pub(super) fn upload(
+        src: &Path,
+        dst: &str,
+        options: &RemoteOptions,
+        sent: &(dyn Fn(u64) + Sync),
+    ) -> Result<CopyReport> {
+        let local = Store::open_location(&src.to_string_lossy(), false, options)?;
+        let (parts, apparent) = parts_of(src, &local)?;
+        let live: u64 = parts.iter().map(|p| p.used).sum();
+        let conn = connect(dst, options)?;
+        let (objects, skipped, sent_bytes) = runtime()?.block_on(async {
+            match conn.store.head(&conn.path(META_FILE)).await {
+                Ok(_) => {
+                    return Err(Error::RemoteConflict {
+                        url: conn.shown.clone(),
+                        what: "a store is already there (its meta.zr exists); copies never overwrite one"
+                            .into(),
+                    })
+                }
+                Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(write_error(&conn, e)),
+            }
+            let earlier = read_marker(&conn).await?;
+            let done = Mutex::new(Vec::new());
+            let skipped = Mutex::new(0usize);
+            let sent_bytes = std::sync::atomic::AtomicU64::new(0);
+            let count = |n: u64| {
+                sent_bytes.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                sent(n);
+            };
+            let (meta, rest): (Vec<Part>, Vec<Part>) =
+                parts.iter().cloned().partition(|p| p.name == META_FILE);
+            futures::stream::iter(rest.iter().map(Ok))
+                .try_for_each_concurrent(PARALLEL, |part| {
+                    let (conn, earlier, done, skipped, count) = (&conn, &earlier, &done, &skipped, &count);
+                    async move {
+                        let path = src.join(&part.name);
+                        let before =
+                            earlier.iter().find(|(n, size, _)| *n == part.name && *size == part.used);
+                        if let Some((_, _, sha)) = before {
+                            if local_sha256(&path, part.used)? == *sha {
+                                *skipped.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+                                done.lock().unwrap_or_else(|e| e.into_inner()).push((
+                                    part.name.clone(),
+                                    part.used,
+                                    sha.clone(),
+                                ));
+                                return Ok(());
+                            }
+                        }
+                        let sha =
+                            put_file(conn, &path, &part.name, part.used, PutMode::Overwrite, count).await?;
+                        let listed = {
+                            let mut d = done.lock().unwrap_or_else(|e| e.into_inner());
+                            d.push((part.name.clone(), part.used, sha));
+                            d.clone()
+                        };
+                        write_marker(conn, &listed).await
+                    }
+                })
+                .await?;
+            // Publication: meta.zr last, only where none is.
+            for part in &meta {
+                put_file(&conn, &src.join(&part.name), &part.name, part.used, PutMode::Create, &count)
+                    .await?;
+            }
+            match conn.store.delete(&conn.path(MARKER)).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(write_error(&conn, e)),
+            }
+            let skipped = *skipped.lock().unwrap_or_else(|e| e.into_inner());
+            Ok((parts.len(), skipped, sent_bytes.load(std::sync::atomic::Ordering::Relaxed)))
+        })?;
+        // Read back: the copy opens as a store of the same length and content digest.
+        let copy = Store::open_location(dst, false, options)?;
+        let digest = copy.content_digest()?;
+        if copy.len() != local.len() || digest != local.content_digest()? {
+            return Err(Error::Corrupt {
+                file: conn.shown.clone().into(),
+                offset: None,
+                index: None,
+                detail: format!(
                 "the copy reads back as {} records with digest {digest:?}, not {} records with digest {:?}",
                 copy.len(),
                 local.len(),
                 local.content_digest()?
             ),
-        });
-    }
-    Ok(CopyReport { url: conn.shown, objects, skipped, sent: sent_bytes, live, apparent, digest })
-}
-
-/// Removes what an interrupted copy left under `dst` (objects and the marker), never a
-/// published store: refused with [`Error::RemoteConflict`] when `meta.zr` is there.
-pub fn remove_partial(dst: &str, options: &RemoteOptions) -> Result<usize> {
-    let conn = connect(dst, options)?;
-    runtime()?.block_on(async {
-        if conn.store.head(&conn.path(META_FILE)).await.is_ok() {
-            return Err(Error::RemoteConflict {
-                url: conn.shown.clone(),
-                what: "a published store is there (its meta.zr exists); only a partial copy is removed"
-                    .into(),
             });
         }
-        let listed: Vec<_> =
-            conn.store.list(Some(&conn.prefix)).try_collect().await.map_err(|e| write_error(&conn, e))?;
-        let n = listed.len();
-        futures::stream::iter(listed.into_iter().map(|m| m.location))
-            .map(|p| {
-                let conn = &conn;
-                async move { conn.store.delete(&p).await.map_err(|e| write_error(conn, e)) }
-            })
-            .buffer_unordered(8)
-            .try_collect::<Vec<()>>()
-            .await?;
-        Ok(n)
-    })
+        Ok(CopyReport { url: conn.shown, objects, skipped, sent: sent_bytes, live, apparent, digest })
+    }
+
+    pub(super) fn remove_partial(dst: &str, options: &RemoteOptions) -> Result<usize> {
+        let conn = connect(dst, options)?;
+        runtime()?.block_on(async {
+            if conn.store.head(&conn.path(META_FILE)).await.is_ok() {
+                return Err(Error::RemoteConflict {
+                    url: conn.shown.clone(),
+                    what: "a published store is there (its meta.zr exists); only a partial copy is removed"
+                        .into(),
+                });
+            }
+            let listed: Vec<_> =
+                conn.store.list(Some(&conn.prefix)).try_collect().await.map_err(|e| write_error(&conn, e))?;
+            let n = listed.len();
+            futures::stream::iter(listed.into_iter().map(|m| m.location))
+                .map(|p| {
+                    let conn = &conn;
+                    async move { conn.store.delete(&p).await.map_err(|e| write_error(conn, e)) }
+                })
+                .buffer_unordered(8)
+                .try_collect::<Vec<()>>()
+                .await?;
+            Ok(n)
+        })
+    }
 }

@@ -134,3 +134,36 @@ def test_converters_write_straight_to_a_url(s3, tmp_path, monkeypatch):
     assert len(DenseDataset(f"s3://{BUCKET}/conv/dense")) == 500
     with pytest.raises(errors.BadArgumentError, match="read-only"):
         from_numpy("http://127.0.0.1:9/x", data, progress=False)
+
+
+def test_concurrent_committers_to_a_manifest_url_lose_no_entry(s3, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from loaderx import manifest
+    from loaderx.dataloader import DataLoader
+
+    parts = 12
+    for k in range(parts):
+        from_numpy(f"s3://{BUCKET}/parts/p{k}", np.full((10 + k, 3), k, np.int32), progress=False)
+    url = f"s3://{BUCKET}/parts/manifest.json"
+    # Twelve committers at once, each adding its store (relative to the manifest's prefix).
+    with ThreadPoolExecutor(parts) as pool:
+        list(pool.map(lambda k: manifest.commit(url, [f"p{k}"]), range(parts)))
+    listed = manifest.stores(url)
+    assert sorted(name for name, _ in listed) == sorted(f"p{k}" for k in range(parts))
+    ds = DenseDataset(url)
+    assert len(ds) == sum(10 + k for k in range(parts))
+    with DataLoader({"x": ds}, batch_size=16, mode="sequential", num_workers=1) as loader:
+        first = next(loader)["x"]
+    assert first.shape == (16, 3)
+    # Separate processes too, and a store of another layout is refused without a write.
+    code = "import sys; from loaderx import manifest; manifest.commit(sys.argv[1], [sys.argv[2]])"
+    from_numpy(f"s3://{BUCKET}/parts/q0", np.zeros((5, 3), np.int32), progress=False)
+    from_numpy(f"s3://{BUCKET}/parts/q1", np.zeros((5, 3), np.int32), progress=False)
+    procs = [subprocess.Popen([sys.executable, "-c", code, url, f"q{k}"]) for k in range(2)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    assert len(manifest.stores(url)) == parts + 2
+    from_numpy(f"s3://{BUCKET}/parts/odd", np.zeros((5, 4), np.int32), progress=False)
+    with pytest.raises(errors.BadArgumentError):
+        manifest.commit(url, ["odd"])
+    assert len(manifest.stores(url)) == parts + 2

@@ -41,12 +41,15 @@ __all__ = ["MANIFEST_FILE", "commit", "refresh", "stores"]
 MANIFEST_FILE = _loaderx.MANIFEST_FILE
 
 
-def _manifest_file(path: StrPath) -> Path | None:
+def _manifest_file(path: StrPath) -> Path | str | None:
     """The manifest file ``path`` names (the file itself, or ``manifest.json`` in a directory
     that is not a store), or None when ``path`` is not a manifest (native's one rule, which the
-    CLI and the JS package follow too)."""
+    CLI and the JS package follow too). A manifest at a URL is named by its ``.json`` object and
+    kept as the URL string."""
     found = _loaderx.manifest_file(os.fspath(path))
-    return None if found is None else Path(found)
+    if found is None:
+        return None
+    return os.fspath(path) if _loaderx.is_url(os.fspath(path)) else Path(found)
 
 
 def commit(path: StrPath, stores: Iterable[StrPath], storage_options: dict[str, str] | None = None) -> list[tuple[str, int]]:
@@ -55,16 +58,30 @@ def commit(path: StrPath, stores: Iterable[StrPath], storage_options: dict[str, 
 
     ``stores`` are listed as given: paths relative to the manifest's directory, absolute paths,
     or URLs (local paths normalized, so ``./A/`` is listed as ``A``). The manifest's directory
-    is created if missing; the manifest itself is local (a URL is a ``BadArgumentError``). Every
-    store is opened and checked before anything is written; a store of another layout, a
-    missing store or one listed twice (under any spelling) raises and leaves the manifest as it
-    was. Commit from one process at a time. Returns the listed ``(store, records)`` pairs.
+    is created if missing. Every store is opened and checked before anything is written; a store
+    of another layout, a missing store or one listed twice (under any spelling) raises and leaves
+    the manifest as it was. Commit a local manifest from one process at a time.
+
+    ``path`` may be an ``s3://``, ``gs://`` or ``az://`` URL (a ``.json`` object, or a prefix to
+    hold ``manifest.json``; relative store paths are relative to its prefix). Then any number
+    of processes on any machines may commit at once: each commit writes only if the manifest is
+    still the version it read (``If-Match``, or ``If-None-Match`` for a new one), and a commit
+    that loses the race reads the new manifest and tries again, so no entry is ever lost. One
+    that keeps losing (12 attempts) raises :class:`~loaderx.errors.StoreLockedError`. Open a
+    remote manifest by its ``.json`` URL. Returns the listed ``(store, records)`` pairs.
     """
+    if isinstance(stores, (str, bytes, os.PathLike)):
+        raise TypeError(f"stores is a list of stores, got one {type(stores).__name__}: commit(path, [store])")
+    where = _location(path)
+    if isinstance(where, str):
+        # A manifest on object storage: committed with conditional writes (see the docstring).
+        url = where if where.lower().endswith(".json") else f"{where.rstrip('/')}/{MANIFEST_FILE}"
+        if url.split("://", 1)[0].lower() in ("http", "https"):
+            raise BadArgumentError.new(f"cannot commit a manifest to {_shown(url)}: HTTP URLs are read-only")
+        return _loaderx.commit(url, [_spelling(s) for s in stores], storage_options)
     p = _writable(path, "commit a manifest to")
     if p.is_dir() or p.suffix != ".json":
         p = p / MANIFEST_FILE
-    if isinstance(stores, (str, bytes, os.PathLike)):
-        raise TypeError(f"stores is a list of stores, got one {type(stores).__name__}: commit(path, [store])")
     listed = [_spelling(s) for s in stores]
     _check_twice(p, listed)
     made = [d for d in (p.parent, *p.parent.parents) if not d.exists()]
@@ -93,6 +110,11 @@ def refresh(path: StrPath, storage_options: dict[str, str] | None = None) -> lis
     found = _manifest_file(_location(path))
     if found is None:
         raise StoreNotFoundError.new(f"{_shown(os.fspath(path))}: no {MANIFEST_FILE} there")
+    if isinstance(found, str):
+        raise BadArgumentError.new(
+            f"{_shown(found)}: a manifest at a URL lists stores that never change (stores at URLs are "
+            "written once); commit new stores to it instead"
+        )
     try:
         listed = [entry["path"] for entry in json.loads(found.read_text())["stores"]]
     except (ValueError, KeyError, TypeError) as e:
@@ -173,7 +195,7 @@ class _Records:
     ) -> None:
         from .zrecord import _cache, _verify_mode
 
-        self.path = Path(path)
+        self.path: Path | str = path if isinstance(path, str) and _loaderx.is_url(path) else Path(path)
         self.storage_options = dict(storage_options) if storage_options else None
         self.cache = _cache(cache)
         self.verify_mode = _verify_mode(verify)

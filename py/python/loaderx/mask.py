@@ -40,7 +40,7 @@ def _handle(store: Any, storage_options: dict[str, str] | None) -> _loaderx.Hand
     from .manifest import _manifest_file
 
     location = os.fspath(store)
-    listing = None if _loaderx.is_url(location) else _manifest_file(location)
+    listing = _manifest_file(location)
     if listing is not None:
         return _loaderx.Handle(os.fspath(listing), manifest=True, storage_options=storage_options)
     return _loaderx.Handle(location, create=False, storage_options=storage_options)
