@@ -73,15 +73,29 @@ pub fn upload(
     }
 }
 
-/// Removes what an interrupted copy left under `dst` (objects and the marker), never a
-/// published store: refused with [`crate::Error::RemoteConflict`] when `meta.zr` is there.
-pub fn remove_partial(dst: &str, options: &RemoteOptions) -> Result<usize> {
+/// Removes what an interrupted copy left under `dst` (objects and the marker). A published
+/// store (its `meta.zr` there) is refused with [`crate::Error::RemoteConflict`] unless
+/// `published` (a writer removing a store it wrote and nobody lists). Returns the objects
+/// removed.
+pub fn remove_partial(dst: &str, options: &RemoteOptions, published: bool) -> Result<usize> {
     #[cfg(feature = "remote")]
-    return imp::remove_partial(dst, options);
+    return imp::remove_partial(dst, options, published);
+    #[cfg(not(feature = "remote"))]
+    {
+        let _ = (options, published);
+        Err(no_remote(dst))
+    }
+}
+
+/// The names directly under the prefix `url` (its "directories": stores, for a manifest's
+/// `parts/`), sorted.
+pub fn children(url: &str, options: &RemoteOptions) -> Result<Vec<String>> {
+    #[cfg(feature = "remote")]
+    return imp::children(url, options);
     #[cfg(not(feature = "remote"))]
     {
         let _ = options;
-        Err(no_remote(dst))
+        Err(no_remote(url))
     }
 }
 
@@ -374,10 +388,25 @@ mod imp {
         Ok(CopyReport { url: conn.shown, objects, skipped, sent: sent_bytes, live, apparent, digest })
     }
 
-    pub(super) fn remove_partial(dst: &str, options: &RemoteOptions) -> Result<usize> {
+    pub(super) fn children(url: &str, options: &RemoteOptions) -> Result<Vec<String>> {
+        let conn = connect(url, options)?;
+        runtime()?.block_on(async {
+            let listed = conn
+                .store
+                .list_with_delimiter(Some(&conn.prefix))
+                .await
+                .map_err(|e| write_error(&conn, e))?;
+            let mut names: Vec<String> =
+                listed.common_prefixes.iter().filter_map(|p| p.filename().map(str::to_owned)).collect();
+            names.sort();
+            Ok(names)
+        })
+    }
+
+    pub(super) fn remove_partial(dst: &str, options: &RemoteOptions, published: bool) -> Result<usize> {
         let conn = connect(dst, options)?;
         runtime()?.block_on(async {
-            if conn.store.head(&conn.path(META_FILE)).await.is_ok() {
+            if !published && conn.store.head(&conn.path(META_FILE)).await.is_ok() {
                 return Err(Error::RemoteConflict {
                     url: conn.shown.clone(),
                     what: "a published store is there (its meta.zr exists); only a partial copy is removed"

@@ -108,15 +108,28 @@ pub(crate) fn copy_store<'py>(
     Ok(out)
 }
 
-/// Removes what an interrupted copy left at `dst` (never a published store): the objects
-/// removed.
+/// Removes what an interrupted copy left at `dst` (a published store only with `published`):
+/// the objects removed.
 #[pyfunction]
-#[pyo3(signature = (dst, storage_options = None))]
+#[pyo3(signature = (dst, storage_options = None, published = false))]
 pub(crate) fn remove_partial_copy(
     py: Python<'_>,
     dst: &str,
     storage_options: Option<std::collections::BTreeMap<String, String>>,
+    published: bool,
 ) -> PyResult<usize> {
     let options = crate::handle::remote_options(storage_options, None, None, None)?;
-    py.detach(|| loaderx_native::upload::remove_partial(dst, &options)).map_err(to_py)
+    py.detach(|| loaderx_native::upload::remove_partial(dst, &options, published)).map_err(to_py)
+}
+
+/// The names directly under the prefix `url`, sorted.
+#[pyfunction]
+#[pyo3(signature = (url, storage_options = None))]
+pub(crate) fn list_children(
+    py: Python<'_>,
+    url: &str,
+    storage_options: Option<std::collections::BTreeMap<String, String>>,
+) -> PyResult<Vec<String>> {
+    let options = crate::handle::remote_options(storage_options, None, None, None)?;
+    py.detach(|| loaderx_native::upload::children(url, &options)).map_err(to_py)
 }

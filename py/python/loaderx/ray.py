@@ -11,6 +11,9 @@
   ``on_write_complete``, on the driver, lists the stores the successful attempts returned, in
   one atomic manifest commit (:func:`loaderx.manifest.commit`). A task that failed, or an
   attempt that was retried, leaves no store in the manifest, and its leftovers are removed.
+  ``path`` may be an ``s3://``, ``gs://`` or ``az://`` URL: each task then stages its store on
+  its own node and copies it up (:mod:`loaderx.remote`), and the driver commits the manifest
+  there with a conditional write, so a cluster of several machines needs no shared disk.
 
 Ray schedules everything; loaderx adds no scheduler.
 """
@@ -34,7 +37,7 @@ from . import arrow, manifest
 from .converter import from_arrow, from_numpy
 from .dataset import DenseDataset, RaggedDataset
 from .errors import BadArgumentError
-from .zrecord import Zrecord, _location, _writable
+from .zrecord import Zrecord, _location
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -147,38 +150,53 @@ class LoaderxDatasink(Datasink):
     module doc).
 
     Args:
-        path: A local directory (a URL is a ``BadArgumentError``: stores on URLs are
-            read-only). One column goes to the manifest there (``manifest.json`` and
-            ``parts/``); several go to one manifest each, in ``path/<column>``, whose stores
-            line up record for record (the DataLoader's streams).
+        path: A local directory, or an ``s3://``, ``gs://`` or ``az://`` URL. One column goes to
+            the manifest there (``manifest.json`` and ``parts/``); several go to one manifest
+            each, in ``path/<column>``, whose stores line up record for record (the
+            DataLoader's streams). Open the result by ``path`` (a URL: ``path/manifest.json``).
         column (str | list[str]): The column or columns to store; may be omitted when the data
             has one column.
         codec (str): As the converters take it.
+        storage_options (dict, optional): For a URL: object_store's options, as the converters
+            take them (each node also reads its environment: ``AWS_*``, ...).
 
     With several columns, the manifests are committed one after another: a crash between two
     commits leaves them with different lengths, which the DataLoader refuses to pair.
     """
 
-    def __init__(self, path: StrPath, column: str | Sequence[str] | None = None, codec: str = "zstd") -> None:
-        self.path = _writable(path, "write a Ray dataset to")  # a URL is refused here, on the driver
+    def __init__(
+        self,
+        path: StrPath,
+        column: str | Sequence[str] | None = None,
+        codec: str = "zstd",
+        storage_options: dict[str, str] | None = None,
+    ) -> None:
+        from .converter import _target
+
+        # A URL is checked here, on the driver (an HTTP one refused).
+        self.path: Path | str = _target(path, "write a Ray dataset to")
         self.columns = [column] if isinstance(column, str) else (list(column) if column is not None else None)
         self.codec = codec
+        self.storage_options = dict(storage_options) if storage_options else None
         self.job = uuid.uuid4().hex[:8]
         self.removed: list[str] = []
 
     def get_name(self) -> str:
         return "Loaderx"
 
-    def _root(self, column: str) -> Path:
+    def _root(self, column: str) -> Path | str:
         """Where a column's manifest goes."""
-        return self.path if self.columns is None or len(self.columns) == 1 else self.path / column
+        if self.columns is None or len(self.columns) == 1:
+            return self.path
+        return _join(self.path, column)
 
-    def _roots(self) -> list[Path]:
+    def _roots(self) -> list[Path | str]:
         return [self._root(c) for c in self.columns] if self.columns else [self.path]
 
     def on_write_start(self, schema: Any = None) -> None:
         for root in self._roots():
-            (root / PARTS).mkdir(parents=True, exist_ok=True)
+            if isinstance(root, Path):
+                (root / PARTS).mkdir(parents=True, exist_ok=True)
 
     def write(self, blocks: Iterable[Any], ctx: Any) -> dict[str, Any] | None:
         name = f"{PARTS}/{self.job}-{ctx.task_idx:05d}-{uuid.uuid4().hex[:8]}"
@@ -189,11 +207,15 @@ class LoaderxDatasink(Datasink):
                 continue
             table = acc.to_arrow()
             for column in self.columns or [_only(table.column_names)]:
-                self._write_column(self._root(column) / name, acc, table, column)
+                self._write_column(_join(self._root(column), name), acc, table, column)
             rows += acc.num_rows()
-        return {"store": name, "rows": rows} if rows else None
+        if not rows:
+            return None
+        import ray
 
-    def _write_column(self, store: Path, acc: Any, table: Any, column: str) -> None:
+        return {"store": name, "rows": rows, "node": ray.get_runtime_context().get_node_id()}
+
+    def _write_column(self, store: Path | str, acc: Any, table: Any, column: str) -> None:
         if column not in table.column_names:
             raise KeyError(f"no column {column!r}; the data has {table.column_names}")
         if getattr(table.schema.field(column).type, "extension_name", "").startswith("ray."):
@@ -201,15 +223,17 @@ class LoaderxDatasink(Datasink):
             values = acc.to_numpy(column)
             if values.dtype == object:
                 raise TypeError(f"column {column!r} holds tensors of varying shapes; pad them or store lists")
-            from_numpy(store, values, codec=self.codec, progress=False)
+            from_numpy(store, values, codec=self.codec, progress=False, storage_options=self.storage_options)
         else:
-            from_arrow(store, table, column=column, codec=self.codec, progress=False)
+            from_arrow(store, table, column=column, codec=self.codec, progress=False, storage_options=self.storage_options)
 
     def on_write_complete(self, write_result: Any) -> None:
         written = [r for r in write_result.write_returns if r]
+        #: Where each listed store was written (Ray node ids), for the record.
+        self.nodes = sorted({r.get("node", "") for r in written})
         if written:
             for root in self._roots():
-                manifest.commit(root, [r["store"] for r in written])
+                manifest.commit(root, [r["store"] for r in written], self.storage_options)
         self._remove_leftovers({r["store"] for r in written})
 
     def on_write_failed(self, error: Exception) -> None:
@@ -220,10 +244,25 @@ class LoaderxDatasink(Datasink):
         attempts); ``self.removed`` names them."""
         self.removed = []
         for root in self._roots():
+            if isinstance(root, str):
+                from . import remote
+
+                parts = f"{root.rstrip('/')}/{PARTS}"
+                for name in remote.list_stores(parts, self.storage_options):
+                    if name.startswith(f"{self.job}-") and f"{PARTS}/{name}" not in keep:
+                        self.removed.append(name)
+                        # A retried attempt may have published its store: no manifest lists it.
+                        remote.remove_partial(f"{parts}/{name}", self.storage_options, published=True)
+                continue
             for d in sorted((root / PARTS).glob(f"{self.job}-*")):
                 if f"{PARTS}/{d.name}" not in keep:
                     self.removed.append(d.name)
                     shutil.rmtree(d, ignore_errors=True)
+
+
+def _join(root: Path | str, name: str) -> Path | str:
+    """``root/name`` for a local directory or a URL."""
+    return root / name if isinstance(root, Path) else f"{root.rstrip('/')}/{name}"
 
 
 def _only(names: Sequence[str]) -> str:

@@ -30,7 +30,7 @@ from typing import Any
 from . import _loaderx
 from ._typing import StrPath
 
-__all__ = ["copy", "remove_partial"]
+__all__ = ["copy", "list_stores", "remove_partial"]
 
 
 def copy(src: StrPath, dst: str, storage_options: dict[str, str] | None = None) -> dict[str, Any]:
@@ -40,7 +40,15 @@ def copy(src: StrPath, dst: str, storage_options: dict[str, str] | None = None) 
     return _loaderx.copy_store(os.fspath(src), dst, storage_options)
 
 
-def remove_partial(dst: str, storage_options: dict[str, str] | None = None) -> int:
-    """Removes what an interrupted copy left at ``dst`` (never a published store: refused with
-    :class:`~loaderx.errors.StoreLockedError`); returns the objects removed."""
-    return _loaderx.remove_partial_copy(dst, storage_options)
+def remove_partial(dst: str, storage_options: dict[str, str] | None = None, *, published: bool = False) -> int:
+    """Removes what an interrupted copy left at ``dst``; returns the objects removed. A
+    published store (its ``meta.zr`` there) is refused with
+    :class:`~loaderx.errors.StoreLockedError`, unless ``published=True`` (a writer removing a
+    store it wrote that no manifest lists)."""
+    return _loaderx.remove_partial_copy(dst, storage_options, published)
+
+
+def list_stores(url: str, storage_options: dict[str, str] | None = None) -> list[str]:
+    """The names directly under the prefix ``url`` (the stores of a manifest's ``parts/``),
+    sorted."""
+    return _loaderx.list_children(url, storage_options)
