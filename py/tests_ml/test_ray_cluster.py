@@ -164,3 +164,16 @@ def test_conversion_throughput_on_one_node_and_two(cluster):
     assert used[1] == 1, "the one-node run was pinned to node_a"
     rows = {n: {"seconds": round(t, 2), "MB/s": round(4 * N * 64 * 8 / t / 1e6, 1), "nodes used": used[n]} for n, t in best.items()}
     print("\nray conversion to s3:// (moto), 160,000 records of 512 B:", json.dumps(rows))
+
+
+def test_the_readme_cluster_block_runs(cluster):
+    """The README's ```python ray-cluster block, on this cluster and bucket."""
+    import re
+
+    readme = (REPO / "README.md").read_text()
+    (block,) = re.findall(r"^```python ray-cluster\n(.*?)^```", readme, re.S | re.M)
+    code = block.replace("my-bucket", BUCKET).replace('address="auto"', f'address="{ray.get_runtime_context().gcs_address}"')
+    code += "\nassert batch['x'].shape == (256,) and len(ds) == 100_000\n"
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 0, p.stderr[-4000:]
