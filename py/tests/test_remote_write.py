@@ -167,3 +167,15 @@ def test_concurrent_committers_to_a_manifest_url_lose_no_entry(s3, tmp_path):
     with pytest.raises(errors.BadArgumentError):
         manifest.commit(url, ["odd"])
     assert len(manifest.stores(url)) == parts + 2
+
+
+def test_the_cli_converts_straight_to_a_url(s3, tmp_path):
+    data = np.arange(600, dtype=np.int32).reshape(200, 3)
+    np.save(tmp_path / "a.npy", data)
+    env = {**os.environ, "LOADERX_STAGING_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-m", "loaderx", "convert", str(tmp_path / "a.npy"), f"s3://{BUCKET}/cliconv"], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert np.array_equal(DenseDataset(f"s3://{BUCKET}/cliconv")[np.arange(200)], data)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy"], "the staging directory is removed"
+    again = subprocess.run([sys.executable, "-m", "loaderx", "convert", str(tmp_path / "a.npy"), f"s3://{BUCKET}/cliconv"], capture_output=True, text=True, env=env)
+    assert again.returncode == 2 and "already there" in again.stderr

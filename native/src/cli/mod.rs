@@ -144,11 +144,13 @@ enum Command {
         out: PathBuf,
     },
     /// Make a new dense store from a .npy file, one record per row (as Python's from_numpy),
-    /// or with --images a store of the image files under a directory (as from_images).
+    /// or with --images a store of the image files under a directory (as from_images). STORE
+    /// may be an s3://, gs:// or az:// URL where no store is: written in a temporary directory
+    /// (LOADERX_STAGING_DIR), then copied up as `loaderx cp` copies.
     Convert {
         /// The .npy file to read (with --images: the directory of .jpg, .jpeg, .png, .webp files).
         input: PathBuf,
-        /// The store directory to create.
+        /// The store directory to create, or a URL.
         store: PathBuf,
         /// Per-record codec (`zstd_dict` may be spelled `zstd-dict`); zstd by default, raw for
         /// images (encoded images do not compress further).
@@ -683,6 +685,26 @@ fn export(path: &Path, out: &Path) -> Result<u8, Fail> {
 }
 
 fn convert(input: &Path, store: &Path, codec: Option<CodecArg>, as_images: bool) -> Result<u8, Fail> {
+    let target = store.to_string_lossy().into_owned();
+    if crate::is_url(&target) {
+        // Staged: converted in a temporary directory, copied up (live bytes, meta.zr last),
+        // the directory removed either way.
+        let base =
+            std::env::var_os("LOADERX_STAGING_DIR").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+        let nanos =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let stage = base.join(format!("loaderx-stage-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&stage).map_err(Fail::io(&stage))?;
+        let local = stage.join("store");
+        let done = convert(input, &local, codec, as_images).and_then(|_| {
+            crate::upload::upload(&local, &target, &crate::RemoteOptions::default(), &|_| {})
+                .map_err(Fail::store)
+        });
+        let _ = std::fs::remove_dir_all(&stage);
+        let report = done?;
+        eprintln!("copied to {} ({} bytes)", report.url, report.sent);
+        return Ok(0);
+    }
     writable(store)?;
     let fallback = if as_images { CodecArg::Raw } else { CodecArg::Zstd };
     let codec = match codec.unwrap_or(fallback) {
