@@ -6,7 +6,9 @@ when `make bench-remote` installed it; docs/benchmarks.md, "Writing to object st
    the preallocated sparse space too), and only its live bytes (``scripts/store_files.py``).
 2. ``from_numpy`` to ``s3://`` of the same records as MosaicML Streaming's ``MDSWriter`` and
    LitData's ``optimize`` write to the same server (in .venv-bench, `make bench-venv`; skipped
-   without it): the seconds from the first record to the last object in place.
+   without it): the seconds from the first record to the last object in place. (LitData's
+   object-store client is given ``allow_http``, which it has no option for: the server is plain
+   HTTP.)
 
 Records are incompressible bytes (``--mb`` MB of ``--record-kb`` KiB records), stored raw by all.
 
@@ -42,6 +44,9 @@ if which == "streaming":
         for row in data:
             w.write({"x": row.tobytes()})
 elif which == "litdata":
+    # LitData's object-store client takes no allow_http option; the local server is plain HTTP.
+    import litdata.streaming.downloader as dl
+    dl._OBSTORE_CLIENT_OPTIONS["allow_http"] = "true"
     from litdata import optimize
     def make(i):
         return {"x": data[i].tobytes()}
