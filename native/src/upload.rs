@@ -64,6 +64,7 @@ pub fn upload(
     options: &RemoteOptions,
     sent: &(dyn Fn(u64) + Sync),
 ) -> Result<CopyReport> {
+    refuse_http(dst)?;
     #[cfg(feature = "remote")]
     return imp::upload(src, dst, options, sent);
     #[cfg(not(feature = "remote"))]
@@ -97,6 +98,32 @@ pub fn children(url: &str, options: &RemoteOptions) -> Result<Vec<String>> {
         let _ = options;
         Err(no_remote(url))
     }
+}
+
+/// Checks that a store can be written at `dst` before any work is done: an `s3://`, `gs://`
+/// or `az://` URL (`http(s)://` is read-only: [`crate::Error::BadArgument`]) that the
+/// credentials reach and where no store is ([`crate::Error::RemoteConflict`] otherwise).
+pub fn check_destination(dst: &str, options: &RemoteOptions) -> Result<()> {
+    refuse_http(dst)?;
+    #[cfg(feature = "remote")]
+    return imp::check_destination(dst, options);
+    #[cfg(not(feature = "remote"))]
+    {
+        let _ = options;
+        Err(no_remote(dst))
+    }
+}
+
+/// [`crate::Error::BadArgument`] for an `http(s)://` destination: HTTP is read-only.
+fn refuse_http(dst: &str) -> Result<()> {
+    let scheme = dst.split("://").next().unwrap_or_default().to_ascii_lowercase();
+    if scheme == "http" || scheme == "https" {
+        return Err(crate::Error::BadArgument(format!(
+            "{}: HTTP URLs are read-only; write to s3://, gs://, az:// or a local directory",
+            loaderx_core::url::redact(dst)
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(not(feature = "remote"))]
@@ -296,6 +323,23 @@ mod imp {
         }
     }
 
+    /// The refusal of a published store at `conn` (its `meta.zr` there).
+    async fn refuse_a_store(conn: &Connection) -> Result<()> {
+        match conn.store.head(&conn.path(META_FILE)).await {
+            Ok(_) => Err(Error::RemoteConflict {
+                url: conn.shown.clone(),
+                what: "a store is already there (its meta.zr exists); copies never overwrite one".into(),
+            }),
+            Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(write_error(conn, e)),
+        }
+    }
+
+    pub(super) fn check_destination(dst: &str, options: &RemoteOptions) -> Result<()> {
+        let conn = connect(dst, options)?;
+        runtime()?.block_on(refuse_a_store(&conn))
+    }
+
     pub(super) fn upload(
         src: &Path,
         dst: &str,
@@ -307,17 +351,7 @@ mod imp {
         let live: u64 = parts.iter().map(|p| p.used).sum();
         let conn = connect(dst, options)?;
         let (objects, skipped, sent_bytes) = runtime()?.block_on(async {
-            match conn.store.head(&conn.path(META_FILE)).await {
-                Ok(_) => {
-                    return Err(Error::RemoteConflict {
-                        url: conn.shown.clone(),
-                        what: "a store is already there (its meta.zr exists); copies never overwrite one"
-                            .into(),
-                    })
-                }
-                Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(write_error(&conn, e)),
-            }
+            refuse_a_store(&conn).await?;
             let earlier = read_marker(&conn).await?;
             let done = Mutex::new(Vec::new());
             let skipped = Mutex::new(0usize);

@@ -688,7 +688,10 @@ fn convert(input: &Path, store: &Path, codec: Option<CodecArg>, as_images: bool)
     let target = store.to_string_lossy().into_owned();
     if crate::is_url(&target) {
         // Staged: converted in a temporary directory, copied up (live bytes, meta.zr last),
-        // the directory removed either way.
+        // the directory removed either way. The destination is checked first (writable, no
+        // store there, credentials), so a refusal costs no conversion.
+        let options = crate::RemoteOptions::default();
+        crate::upload::check_destination(&target, &options).map_err(Fail::store)?;
         let base =
             std::env::var_os("LOADERX_STAGING_DIR").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
         let nanos =
@@ -696,16 +699,22 @@ fn convert(input: &Path, store: &Path, codec: Option<CodecArg>, as_images: bool)
         let stage = base.join(format!("loaderx-stage-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&stage).map_err(Fail::io(&stage))?;
         let local = stage.join("store");
-        let done = convert(input, &local, codec, as_images).and_then(|_| {
-            crate::upload::upload(&local, &target, &crate::RemoteOptions::default(), &|_| {})
-                .map_err(Fail::store)
+        let done = convert_local(input, &local, codec, as_images).and_then(|n| {
+            crate::upload::upload(&local, &target, &options, &|_| {}).map(|r| (n, r)).map_err(Fail::store)
         });
         let _ = std::fs::remove_dir_all(&stage);
-        let report = done?;
-        eprintln!("copied to {} ({} bytes)", report.url, report.sent);
+        let (n, report) = done?;
+        eprintln!("wrote {n} records to {} ({} bytes sent)", report.url, report.sent);
         return Ok(0);
     }
     writable(store)?;
+    let n = convert_local(input, store, codec, as_images)?;
+    eprintln!("wrote {n} records to {}", store.display());
+    Ok(0)
+}
+
+/// Converts `input` into the local store directory `store`: the records written.
+fn convert_local(input: &Path, store: &Path, codec: Option<CodecArg>, as_images: bool) -> Result<u64, Fail> {
     let fallback = if as_images { CodecArg::Raw } else { CodecArg::Zstd };
     let codec = match codec.unwrap_or(fallback) {
         CodecArg::Raw => Codec::Raw,
@@ -717,8 +726,7 @@ fn convert(input: &Path, store: &Path, codec: Option<CodecArg>, as_images: bool)
     } else {
         npy::convert(input, store, codec, false)?
     };
-    eprintln!("wrote {n} records to {}", store.display());
-    Ok(0)
+    Ok(n)
 }
 
 #[cfg(test)]
