@@ -122,20 +122,19 @@ fn resolve(manifest_path: &Path, listed: &str) -> String {
 /// one atomic step. One committer at a time: concurrent commits to one manifest would each
 /// keep only their own additions.
 pub fn commit(path: &Path, stores: &[String], remote: &RemoteOptions) -> Result<Manifest> {
+    // Every store opened and checked once, before anything is read or written.
+    let checked: Vec<Checked> = stores
+        .par_iter()
+        .map(|listed| {
+            let store = Store::open_location(&resolve(path, listed), false, remote)?;
+            Ok((listed.clone(), store.len(), store.schema()?))
+        })
+        .collect::<Result<_>>()?;
     let location = path.to_string_lossy();
     if is_url(&location) {
         // A manifest at a URL: conditional writes, so concurrent committers lose nothing.
         #[cfg(feature = "remote")]
-        {
-            let checked: Vec<(String, u64, Option<Schema>)> = stores
-                .par_iter()
-                .map(|listed| {
-                    let store = Store::open_location(&resolve(path, listed), false, remote)?;
-                    Ok((listed.clone(), store.len(), store.schema()?))
-                })
-                .collect::<Result<_>>()?;
-            return crate::remote_manifest::commit(&location, &checked, remote);
-        }
+        return crate::remote_manifest::commit(&location, &checked, remote);
         #[cfg(not(feature = "remote"))]
         return Err(Error::BadArgument(format!("{location}: this build writes local manifests only")));
     }
@@ -144,18 +143,21 @@ pub fn commit(path: &Path, stores: &[String], remote: &RemoteOptions) -> Result<
         Err(Error::NotFound(_)) => Manifest::new(),
         Err(e) => return Err(e),
     };
-    let opened: Vec<(u64, Option<Schema>)> = stores
-        .par_iter()
-        .map(|listed| {
-            let store = Store::open_location(&resolve(path, listed), false, remote)?;
-            Ok((store.len(), store.schema()?))
-        })
-        .collect::<Result<_>>()?;
-    for (listed, (len, schema)) in stores.iter().zip(&opened) {
-        manifest.add(listed, *len, schema.as_ref()).map_err(|e| Error::classified(path, e))?;
-    }
+    add_checked(&mut manifest, &checked, path)?;
     write_manifest(path, &manifest)?;
     Ok(manifest)
+}
+
+/// A store to list: as listed, its length and its schema (opened and checked).
+pub(crate) type Checked = (String, u64, Option<Schema>);
+
+/// Adds `checked` stores to `manifest` (core's rules: one layout, each store once); errors name
+/// the manifest at `at`.
+pub(crate) fn add_checked(manifest: &mut Manifest, checked: &[Checked], at: &Path) -> Result<()> {
+    for (listed, len, schema) in checked {
+        manifest.add(listed, *len, schema.as_ref()).map_err(|e| Error::classified(at, e))?;
+    }
+    Ok(())
 }
 
 /// The stores of a manifest, open.

@@ -14,10 +14,10 @@
 use std::time::Duration;
 
 use loaderx_core::manifest::Manifest;
-use loaderx_core::schema::Schema;
 use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 
 use crate::error::{Error, Result};
+use crate::many::{add_checked, Checked};
 use crate::options::RemoteOptions;
 use crate::sources::object::{connect, runtime, Connection};
 
@@ -63,11 +63,7 @@ pub(crate) fn read(url: &str, options: &RemoteOptions) -> Result<Manifest> {
 
 /// Adds `stores` (each listed as given, with its checked length and schema) to the manifest at
 /// `url`, creating it if there is none, with conditional writes (see the module docs).
-pub(crate) fn commit(
-    url: &str,
-    stores: &[(String, u64, Option<Schema>)],
-    options: &RemoteOptions,
-) -> Result<Manifest> {
+pub(crate) fn commit(url: &str, stores: &[Checked], options: &RemoteOptions) -> Result<Manifest> {
     let (conn, path) = manifest_object(url, options)?;
     let shown = loaderx_core::url::redact(url);
     runtime()?.block_on(async {
@@ -77,11 +73,7 @@ pub(crate) fn commit(
                 Some((m, version)) => (m, PutMode::Update(version)),
                 None => (Manifest::new(), PutMode::Create),
             };
-            for (listed, len, schema) in stores {
-                manifest
-                    .add(listed, *len, schema.as_ref())
-                    .map_err(|e| Error::classified(std::path::Path::new(&shown), e))?;
-            }
+            add_checked(&mut manifest, stores, std::path::Path::new(&shown))?;
             let opts = PutOptions { mode, ..PutOptions::default() };
             match conn.store.put_opts(&path, PutPayload::from(manifest.to_json()), opts).await {
                 Ok(_) => return Ok(manifest),

@@ -328,7 +328,7 @@ mod imp {
         match conn.store.head(&conn.path(META_FILE)).await {
             Ok(_) => Err(Error::RemoteConflict {
                 url: conn.shown.clone(),
-                what: "a store is already there (its meta.zr exists); copies never overwrite one".into(),
+                what: "a store is already there (its meta.zr exists); stores at URLs are written once, never overwritten".into(),
             }),
             Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(write_error(conn, e)),

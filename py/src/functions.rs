@@ -108,6 +108,19 @@ pub(crate) fn copy_store<'py>(
     Ok(out)
 }
 
+/// Raises unless a store can be written at `dst` (`loaderx_native::upload::check_destination`:
+/// not HTTP, reachable with the credentials, no store there).
+#[pyfunction]
+#[pyo3(signature = (dst, storage_options = None))]
+pub(crate) fn check_destination(
+    py: Python<'_>,
+    dst: &str,
+    storage_options: Option<std::collections::BTreeMap<String, String>>,
+) -> PyResult<()> {
+    let options = crate::handle::remote_options(storage_options, None, None, None)?;
+    py.detach(|| loaderx_native::upload::check_destination(dst, &options)).map_err(to_py)
+}
+
 /// Removes what an interrupted copy left at `dst` (a published store only with `published`):
 /// the objects removed.
 #[pyfunction]

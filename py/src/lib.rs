@@ -46,6 +46,7 @@ fn _loaderx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(handle::commit, m)?)?;
     m.add_function(wrap_pyfunction!(functions::cli, m)?)?;
     m.add_function(wrap_pyfunction!(functions::copy_store, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::check_destination, m)?)?;
     m.add_function(wrap_pyfunction!(functions::remove_partial_copy, m)?)?;
     m.add_function(wrap_pyfunction!(functions::list_children, m)?)?;
     m.add_function(wrap_pyfunction!(functions::is_url, m)?)?;

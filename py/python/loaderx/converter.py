@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _loaderx
-from .errors import BadArgumentError, NotAStoreError, StoreFullError, StoreLockedError, StoreNotFoundError
+from .errors import BadArgumentError, StoreFullError
 from .zrecord import CODECS, _codec_name, _location, _shown, _writable
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ def _convert(
     every mode: stores at URLs are written once (appending or overwriting in place could show
     readers a table and chunks of two versions)."""
     if isinstance(path, str):
-        return _convert_to_url(path, schema, codec, mode, dict_size, bar, blocks, storage_options)
+        return _convert_to_url(path, schema, codec, dict_size, bar, blocks, storage_options)
     try:
         # As in the reference, dict_size means something only to the dictionary codec.
         dict_size = dict_size if codec == "zstd_dict" else None
@@ -146,7 +146,6 @@ def _convert_to_url(
     url: str,
     schema: _loaderx.Schema | None,
     codec: str,
-    mode: str,
     dict_size: int | None,
     bar: _Progress,
     blocks: _Blocks,
@@ -159,15 +158,8 @@ def _convert_to_url(
 
     from . import remote
 
-    try:
-        _loaderx.Handle(url, create=False, storage_options=storage_options)
-    except (StoreNotFoundError, NotAStoreError):
-        pass  # nothing there, or an interrupted copy's objects (a copy resumes or replaces them)
-    else:
-        raise StoreLockedError.new(
-            f"{_shown(url)} already holds a store (mode={mode!r}): stores at URLs are written once, "
-            "never appended to or overwritten in place; write to a new URL"
-        )
+    # The engine's check, before any record is read: not HTTP, reachable, no store there.
+    _loaderx.check_destination(url, storage_options)
     staging = os.environ.get("LOADERX_STAGING_DIR") or None
     stage = Path(tempfile.mkdtemp(prefix="loaderx-stage-", dir=staging))
     try:
