@@ -134,7 +134,7 @@ pub fn commit(path: &Path, stores: &[String], remote: &RemoteOptions) -> Result<
     if is_url(&location) {
         // A manifest at a URL: conditional writes, so concurrent committers lose nothing.
         #[cfg(feature = "remote")]
-        return crate::remote_manifest::commit(&location, &checked, remote);
+        return crate::remote_manifest::commit(&location, |m| add_checked(m, &checked, path), remote);
         #[cfg(not(feature = "remote"))]
         return Err(Error::BadArgument(format!("{location}: this build writes local manifests only")));
     }

@@ -17,7 +17,6 @@ use loaderx_core::manifest::Manifest;
 use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 
 use crate::error::{Error, Result};
-use crate::many::{add_checked, Checked};
 use crate::options::RemoteOptions;
 use crate::sources::object::{connect, runtime, Connection};
 
@@ -61,9 +60,14 @@ pub(crate) fn read(url: &str, options: &RemoteOptions) -> Result<Manifest> {
     })
 }
 
-/// Adds `stores` (each listed as given, with its checked length and schema) to the manifest at
-/// `url`, creating it if there is none, with conditional writes (see the module docs).
-pub(crate) fn commit(url: &str, stores: &[Checked], options: &RemoteOptions) -> Result<Manifest> {
+/// Adds stores to the manifest at `url` with `add` (the caller's checked stores), creating it if
+/// there is none, with conditional writes (see the module docs): `add` runs again on the new
+/// manifest after a lost race.
+pub(crate) fn commit(
+    url: &str,
+    add: impl Fn(&mut Manifest) -> Result<()>,
+    options: &RemoteOptions,
+) -> Result<Manifest> {
     let (conn, path) = manifest_object(url, options)?;
     let shown = loaderx_core::url::redact(url);
     runtime()?.block_on(async {
@@ -73,7 +77,7 @@ pub(crate) fn commit(url: &str, stores: &[Checked], options: &RemoteOptions) -> 
                 Some((m, version)) => (m, PutMode::Update(version)),
                 None => (Manifest::new(), PutMode::Create),
             };
-            add_checked(&mut manifest, stores, std::path::Path::new(&shown))?;
+            add(&mut manifest)?;
             let opts = PutOptions { mode, ..PutOptions::default() };
             match conn.store.put_opts(&path, PutPayload::from(manifest.to_json()), opts).await {
                 Ok(_) => return Ok(manifest),
