@@ -6,10 +6,11 @@ For each wheel:
   * its name: the project's version, and a tag this project builds (cp39-abi3 or cp314-cp314t);
   * the extension module inside agrees with the tag: ELF machine (x86-64, aarch64), Mach-O CPU
     type and minimum macOS version, PE machine (amd64, arm64), and the module's file name;
+  * it carries remote stores (the object-store clients are in the module);
   * it exports PyInit__loaderx and links nothing outside the platform's allowed set: manylinux
     wheels need no glibc symbol version newer than 2.17, musllinux wheels only musl's libc,
-    macOS wheels only system libraries, Windows wheels only system DLLs and python3.dll; no
-    wheel links libpython;
+    macOS wheels only system libraries, each import bound to its library by name, Windows wheels
+    only system DLLs and python3.dll; no wheel links libpython;
   * contents: every Python file of the package, _loaderx.pyi, py.typed and both licence files.
 The sdist must hold the Rust workspace it builds from; the npm tarball both wasm builds, the
 types, the entry points, the viewer and the bins, and no tests, fixtures or node_modules.
@@ -75,6 +76,10 @@ WINDOWS_DLLS = re.compile(
 # (/usr/local, /opt/homebrew, @rpath) would be missing on a user's machine.
 MACOS_LIBS = re.compile(r"^(/usr/lib/[^/]+\.dylib|/System/Library/Frameworks/[^/]+\.framework/.+)$")
 GLIBC_MAX = (2, 17)
+# Strings only the object-store clients put in the module (S3 signing, Azure's API version
+# header, GCS's host), and the words of the local-only builds' refusal of a URL.
+REMOTE_MARKERS = (b"x-amz-content-sha256", b"x-ms-version", b"storage.googleapis.com")
+LOCAL_ONLY = b"reads local stores only"
 
 
 class Bad(Exception):
@@ -128,7 +133,12 @@ def macho_facts(path):
     nm = subprocess.run(["llvm-nm", "--extern-only", "--defined-only", "--just-symbol-name", str(path)],
                         capture_output=True, text=True, check=True)
     exports = {s.lstrip("_") for s in nm.stdout.split()}
-    return {"machine": h.header.cputype, "minos": minos, "needed": libs, "exports": exports}
+    # Imports bound to no library by name: looked up in every loaded image at load time. Only
+    # Python's own API may be (the interpreter provides it; macOS modules link no libpython).
+    nm = subprocess.run(["llvm-nm", "-m", "--undefined-only", str(path)], capture_output=True, text=True, check=True)
+    flat = [line.split()[2] for line in nm.stdout.splitlines() if "(from " not in line]
+    unbound = [s for s in flat if not s.startswith(("_Py", "__Py"))]
+    return {"machine": h.header.cputype, "minos": minos, "needed": libs, "exports": exports, "unbound": unbound}
 
 
 def pe_facts(data):
@@ -170,6 +180,8 @@ def check_module(name, data, platform, free_threaded):
         check(f["minos"] <= want, f"minimum macOS {f['minos']} is newer than the tag's {want}")
         bad = [lib for lib in f["needed"] if not MACOS_LIBS.match(lib)]
         check(not bad, f"links non-system libraries: {bad}")
+        check(not f["unbound"], f"imports bound to no library (a link stub lacks them; see "
+              f"scripts/zig/macos_frameworks.py): {f['unbound'][:8]}")
         detail = f"macOS>={f['minos'][0]}.{f['minos'][1]}"
     else:
         check(data[:2] == b"MZ", "module is not a PE file")
@@ -177,6 +189,11 @@ def check_module(name, data, platform, free_threaded):
         bad = [d for d in f["needed"] if not WINDOWS_DLLS.match(d)]
         check(not bad, f"imports DLLs outside the system set: {bad}")
         detail = "dlls=" + ",".join(sorted({d.lower() for d in f["needed"]}))
+    # Remote stores in every wheel: the S3, Azure and GCS clients are in the module, and the
+    # refusal of a build without them is not.
+    for marker in REMOTE_MARKERS:
+        check(marker in data, f"lacks remote stores: no {marker.decode()!r} in the module")
+    check(LOCAL_ONLY not in data, "is a local-only build (it refuses URLs)")
     check(f["machine"] == machine, f"machine {f['machine']!r}, expected {machine!r} for {platform}")
     check("PyInit__loaderx" in f["exports"], "PyInit__loaderx is not exported")
     check(not any("libpython" in lib.lower() or "Python.framework" in lib for lib in f["needed"]),

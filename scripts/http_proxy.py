@@ -5,11 +5,15 @@ request to an upstream server, after an optional per-request action taken from a
 * ``"delay:S"``: wait S seconds, then forward;
 * ``"500"`` / ``"503"``: answer that status without forwarding;
 * ``"drop"``: close the connection without an answer;
+* ``"lose"``: forward, then close the connection without passing the answer on (the request
+  took effect; the client cannot know);
 * ``"short"``: forward, then send only half of the body and close;
 * ``"flip"``: forward, with one byte in the middle of the body inverted: a transfer that damages
   data. It waits for the next GET of a chunk file (``<digits>.zr``); other requests pass.
 
 ``Proxy.plan`` is consumed one action per request (but see ``"flip"``); ``Proxy.delay`` is added to every request.
+An entry may name the requests it waits for: ``"PUT 503"`` (the next PUT) or ``"PUT meta.zr drop"``
+(the next PUT of an object named meta.zr); requests that do not match pass meanwhile.
 ``Proxy.requests`` counts the requests seen and ``Proxy.peak`` the most in flight at once
 (``Proxy.reset_counts()`` zeroes both).
 """
@@ -59,6 +63,8 @@ class Proxy:
                     self.connection.close()
                     return
                 if action in ("500", "503"):
+                    # The request's body is read (and dropped): the connection stays usable.
+                    self.rfile.read(int(self.headers.get("Content-Length", 0) or 0))
                     self.send_response(int(action))
                     self.send_header("Content-Length", "8")
                     self.end_headers()
@@ -68,6 +74,10 @@ class Proxy:
                 n = int(self.headers.get("Content-Length", 0) or 0)
                 body_in = self.rfile.read(n) if n else None
                 resp, body = proxy._upstream(self.command, self.path, body_in, dict(self.headers.items()))
+                if action == "lose":
+                    self.close_connection = True
+                    self.connection.close()
+                    return
                 self.send_response(resp.status)
                 for k, v in resp.getheaders():
                     if k.lower() not in ("connection", "transfer-encoding", "server", "date"):
@@ -85,7 +95,7 @@ class Proxy:
                     return
                 self.wfile.write(body)
 
-            do_GET = do_HEAD = do_PUT = _forward
+            do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _forward
 
         class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
             daemon_threads = True
@@ -128,9 +138,13 @@ class Proxy:
         name = path.split("?")[0].rsplit("/", 1)[-1]
         chunk = method == "GET" and name.endswith(".zr") and name[:-3].isdigit()
         with self._lock:
-            if self.plan and self.plan[0] == "flip" and not chunk:
+            if not self.plan:
                 return "pass"
-            return self.plan.pop(0) if self.plan else "pass"
+            *want, action = self.plan[0].split()
+            if (action == "flip" and not chunk) or want[:1] not in ([], [method]) or want[1:] not in ([], [name]):
+                return "pass"
+            self.plan.pop(0)
+            return action
 
     def close(self):
         self._server.shutdown()

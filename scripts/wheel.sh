@@ -35,6 +35,14 @@ export CARGO_TARGET_AARCH64_PC_WINDOWS_GNULLVM_LINKER=$PWD/scripts/zig/cc-aarch6
 export CC_aarch64_pc_windows_gnullvm=$PWD/scripts/zig/cc-aarch64-windows.sh
 export AR_aarch64_pc_windows_gnullvm=$PWD/scripts/zig/ar.sh
 
+# macOS: the TLS stack's certificate check links Security and CoreFoundation, and zig has no
+# Apple SDK; scripts/zig/macos_frameworks.py writes their link stubs (.tbd), found through -F.
+if [[ $t == *apple* ]]; then
+  stubs=$(.venv/bin/python scripts/zig/macos_frameworks.py "$PWD/target/dist/macos-frameworks" "$t")
+  var=CARGO_TARGET_$(echo "${t//-/_}" | tr a-z A-Z)_RUSTFLAGS
+  export "$var=-C link-arg=-F$stubs"
+fi
+
 args=(build --release --strip -q -j "$JOBS" -m py/Cargo.toml --target "$t" -o "$out")
 [[ $t == *windows* ]] || args+=(--zig)
 [[ -n ${COMPAT[$t]:-} ]] && args+=(--compatibility "${COMPAT[$t]}")

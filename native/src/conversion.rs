@@ -33,7 +33,28 @@ use loaderx_core::schema::{Layout, Schema};
 
 use crate::error::{Error, Result};
 use crate::files::{meta_path, read_schema, write_schema};
-use crate::Store;
+use crate::upload::Stream;
+use crate::{RemoteOptions, Store};
+
+/// The environment variable naming where conversions to URLs stage their stores.
+pub const STAGING_ENV: &str = "LOADERX_STAGING_DIR";
+
+/// A local write of a URL conversion (`url`, staged in `stage`) that ran out of space is
+/// [`Error::Full`], naming the URL and the staging directory; other errors pass.
+fn staging_full(e: Error, url: Option<&str>, stage: Option<&Path>) -> Error {
+    match (&e, url, stage) {
+        (Error::Io { source, .. }, Some(url), Some(stage))
+            if source.kind() == std::io::ErrorKind::StorageFull =>
+        {
+            Error::Full(format!(
+                "writing {url}: the local staging space ran out in {} ({e}); set {STAGING_ENV} to a \
+                 directory with more room",
+                stage.parent().unwrap_or(stage).display()
+            ))
+        }
+        _ => e,
+    }
+}
 
 /// What a conversion does with a store already at its path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +111,11 @@ pub struct Conversion {
     /// The store did not exist before: a rollback removes it, and these directories (deepest
     /// first) that `begin` created for it.
     created: Option<Vec<PathBuf>>,
+    /// For a URL target ([`Conversion::begin_at`]): the upload and the staging directory the
+    /// store is written in, removed when the conversion ends either way.
+    streaming: Option<(Stream, PathBuf)>,
+    /// The URL target, as shown.
+    url: Option<String>,
     finished: bool,
 }
 
@@ -159,8 +185,48 @@ impl Conversion {
             written: 0,
             needs_dict,
             created: (created || replace).then_some(new_dirs),
+            streaming: None,
+            url: None,
             finished: false,
         })
+    }
+
+    /// Starts a conversion into `location`: a local path, as [`Conversion::begin`], or an
+    /// `s3://`, `gs://` or `az://` URL. A URL is checked first ([`crate::upload::check_destination`]:
+    /// no store there, in any mode, since stores at URLs are written once). The store is then
+    /// written in a staging directory under `LOADERX_STAGING_DIR` (or the system's temporary
+    /// directory) and streamed up as it is written ([`Stream`]): the staging space needed is
+    /// the table and a few parts per chunk, not the store. [`Conversion::finish`] publishes it
+    /// (`meta.zr` last); the staging directory is removed either way, and a failed conversion
+    /// removes what it put under the URL.
+    pub fn begin_at(
+        location: &str,
+        schema: Option<Schema>,
+        options: ConvertOptions,
+        remote: &RemoteOptions,
+    ) -> Result<Conversion> {
+        if !crate::is_url(location) {
+            return Conversion::begin(Path::new(location), schema, options);
+        }
+        let base = std::env::var_os(STAGING_ENV).map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+        let nanos =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let stage = base.join(format!("loaderx-stage-{}-{nanos}", std::process::id()));
+        let dir = stage.join("store");
+        let stream = Stream::begin(location, remote, &dir)?;
+        fs::create_dir_all(&stage).map_err(Error::io("create the staging directory", &stage))?;
+        let options = ConvertOptions { mode: WriteMode::Error, ..options };
+        match Conversion::begin(&dir, schema, options) {
+            Ok(mut conversion) => {
+                conversion.streaming = Some((stream, stage));
+                conversion.url = Some(loaderx_core::url::redact(location));
+                Ok(conversion)
+            }
+            Err(e) => {
+                let _ = fs::remove_dir_all(&stage);
+                Err(e)
+            }
+        }
     }
 
     /// The schema the store held before this conversion (`None` for a new store, or one
@@ -199,27 +265,62 @@ impl Conversion {
         }
         let store = self.store.as_ref().ok_or_else(finished)?;
         if self.needs_dict {
-            let records: Vec<&[u8]> = ranges.into_iter().map(|r| &src[r]).collect();
+            let records: Vec<&[u8]> = ranges.iter().map(|r| &src[r.clone()]).collect();
             let (samples, sizes) = dict_training_set(&records);
             let capacity = self.options.dict_size.unwrap_or_else(|| auto_dict_size(samples.len() as u64));
             store.train_dict(&samples, &sizes, capacity)?;
             self.needs_dict = false;
         }
-        store.append(src, offsets, self.options.codec)?;
+        let codec = self.options.codec;
+        match &mut self.streaming {
+            None => {
+                store.append(src, offsets, codec)?;
+            }
+            // Appended in pieces of at most one upload part (or one record), each streamed
+            // before the next is written: the staging disk holds about two parts of the chunk
+            // being written, whatever the producer's block size.
+            Some((stream, stage)) => {
+                let mut k = 0;
+                while k < ranges.len() {
+                    let start = ranges[k].start;
+                    let mut end = k + 1;
+                    while end < ranges.len() && ranges[end].end - start <= crate::upload::PART {
+                        end += 1;
+                    }
+                    let piece: Vec<u64> = ranges[k..end].iter().map(|r| (r.start - start) as u64).collect();
+                    let appended = store.append(&src[start..ranges[end - 1].end], &piece, codec);
+                    appended.map_err(|e| staging_full(e, self.url.as_deref(), Some(stage)))?;
+                    stream.advance(&store.header())?;
+                    k = end;
+                }
+            }
+        }
         self.written += offsets.len() as u64;
         Ok(())
+    }
+
+    /// [`staging_full`] for this conversion.
+    fn staging_full(&self, e: Error) -> Error {
+        staging_full(e, self.url.as_deref(), self.streaming.as_ref().map(|(_, stage)| stage.as_path()))
     }
 
     /// Syncs the records, writes the schema and (for an overwrite) swaps the new store in.
     /// Returns the number of records this conversion wrote. On error the conversion rolls back.
     pub fn finish(mut self) -> Result<u64> {
-        self.store.as_ref().ok_or_else(finished)?.sync()?;
+        let store = self.store.as_ref().ok_or_else(finished)?;
+        store.sync().map_err(|e| self.staging_full(e))?;
+        let header = store.header();
         if let Some(schema) = &self.schema {
-            write_schema(&self.dir, schema)?;
+            write_schema(&self.dir, schema).map_err(|e| self.staging_full(e))?;
         }
         // Closed before the directory moves (Windows cannot rename a directory with open maps).
         self.store = None;
-        if self.dir != self.target {
+        if let Some((stream, stage)) = self.streaming.take() {
+            let done = stream.finish(&header);
+            let _ = fs::remove_dir_all(&stage);
+            self.created = None; // the staging directory is gone: nothing local to roll back
+            done?;
+        } else if self.dir != self.target {
             publish(&self.dir, &self.target)?;
         }
         self.finished = true;
@@ -229,6 +330,12 @@ impl Conversion {
     /// Undoes what this conversion wrote (see the module docs). Errors are ignored: it runs on
     /// a path that is already failing.
     fn roll_back(&mut self) {
+        if let Some((stream, stage)) = self.streaming.take() {
+            drop(stream); // aborts the upload and removes what it sent
+            self.store = None;
+            let _ = fs::remove_dir_all(&stage);
+            return;
+        }
         if let Some(store) = self.store.take() {
             if self.created.is_none() && self.written > 0 {
                 let appended: Vec<u64> = (self.start..self.start + self.written).collect();

@@ -258,6 +258,20 @@ pub(crate) fn remove(path: &Path) -> Result<bool> {
     }
 }
 
+/// Gives back the disk space of bytes `offset..offset + len` of `file` (a hole punched, the size
+/// kept; the range then reads as zeros): Linux `fallocate(PUNCH_HOLE)`, macOS `F_PUNCHHOLE`,
+/// Windows `FSCTL_SET_ZERO_DATA` on a sparse file. Where the filesystem cannot, the error is
+/// returned and the bytes stay; a caller for whom space is an optimisation ignores it. Used by a
+/// write streamed to a URL on bytes already uploaded, so a store larger than the local disk's
+/// free space still converts.
+#[cfg_attr(not(feature = "remote"), allow(dead_code))]
+pub(crate) fn release(file: &File, offset: u64, len: u64) -> std::io::Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    sys::release(file, offset, len)
+}
+
 /// Bytes the file at `path` takes on disk: what is allocated, so a sparse chunk file counts only
 /// the parts written (`st_blocks` on unix, `GetCompressedFileSizeW` on Windows).
 pub fn disk_usage(path: &Path) -> std::io::Result<u64> {
@@ -296,6 +310,52 @@ mod sys {
     pub(super) fn disk_usage(path: &Path) -> io::Result<u64> {
         Ok(std::fs::metadata(path)?.blocks() * 512)
     }
+
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[allow(unsafe_code)]
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
+    pub(super) fn release(file: &File, offset: u64, len: u64) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let (offset, len) = (to_off(offset)?, to_off(len)?);
+        let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+        // SAFETY: the descriptor is valid for the call (borrowed from `file`); fallocate reads
+        // only its integer arguments.
+        if unsafe { libc::fallocate(file.as_raw_fd(), mode, offset, len) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    #[cfg(target_vendor = "apple")]
+    #[allow(unsafe_code)]
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
+    pub(super) fn release(file: &File, offset: u64, len: u64) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let hole = libc::fpunchhole_t {
+            fp_flags: 0,
+            reserved: 0,
+            fp_offset: to_off(offset)?,
+            fp_length: to_off(len)?,
+        };
+        // SAFETY: the descriptor is valid for the call, and `hole` is a live fpunchhole_t that
+        // F_PUNCHHOLE only reads.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_PUNCHHOLE, &hole) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    #[cfg(not(any(target_os = "linux", target_os = "android", target_vendor = "apple")))]
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
+    pub(super) fn release(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
+    fn to_off(v: u64) -> io::Result<libc::off_t> {
+        libc::off_t::try_from(v).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+    }
 }
 
 /// Windows: `ReadFile`/`WriteFile` at an offset, `FSCTL_SET_SPARSE`, no directory sync.
@@ -311,7 +371,9 @@ mod sys {
 
     use windows_sys::Win32::Foundation::{ERROR_DISK_FULL, ERROR_IO_DEVICE, NO_ERROR};
     use windows_sys::Win32::Storage::FileSystem::{GetCompressedFileSizeW, INVALID_FILE_SIZE};
-    use windows_sys::Win32::System::Ioctl::FSCTL_SET_SPARSE;
+    use windows_sys::Win32::System::Ioctl::{
+        FILE_ZERO_DATA_INFORMATION, FSCTL_SET_SPARSE, FSCTL_SET_ZERO_DATA,
+    };
     use windows_sys::Win32::System::IO::DeviceIoControl;
 
     pub(super) const NO_SPACE: i32 = ERROR_DISK_FULL as i32;
@@ -344,6 +406,37 @@ mod sys {
                 FSCTL_SET_SPARSE,
                 ptr::null(),
                 0,
+                ptr::null_mut(),
+                0,
+                &mut returned,
+                ptr::null_mut(),
+            )
+        };
+        if ok == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Zeroes a range of a sparse file, which deallocates it.
+    #[allow(unsafe_code)]
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
+    pub(super) fn release(file: &File, offset: u64, len: u64) -> io::Result<()> {
+        let range = FILE_ZERO_DATA_INFORMATION {
+            FileOffset: i64::try_from(offset).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?,
+            BeyondFinalZero: i64::try_from(offset + len)
+                .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?,
+        };
+        let mut returned = 0u32;
+        // SAFETY: the handle is valid for the call; the input buffer is a live
+        // FILE_ZERO_DATA_INFORMATION of the size given; no output buffer; `returned` is a live
+        // u32; the call is synchronous (null OVERLAPPED).
+        let ok = unsafe {
+            DeviceIoControl(
+                file.as_raw_handle(),
+                FSCTL_SET_ZERO_DATA,
+                (&raw const range).cast(),
+                std::mem::size_of::<FILE_ZERO_DATA_INFORMATION>() as u32,
                 ptr::null_mut(),
                 0,
                 &mut returned,
@@ -400,6 +493,25 @@ mod tests {
         assert!(
             matches!(err, Error::Io { op: "read", ref source, .. } if source.kind() == ErrorKind::UnexpectedEof)
         );
+    }
+
+    #[test]
+    fn release_frees_a_range_and_keeps_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let data: Vec<u8> = (0..4u32 << 20).map(|i| (i % 251) as u8 + 1).collect();
+        write_new(&path, &data, data.len() as u64).unwrap();
+        let file = fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        sync_file(&file, &path).unwrap();
+        let before = disk_usage(&path).unwrap();
+        release(&file, 0, 3 << 20).unwrap();
+        let mut buf = vec![0u8; data.len()];
+        read_exact_at(&file, &mut buf, 0, &path).unwrap();
+        assert!(buf[..3 << 20].iter().all(|&b| b == 0), "the released range reads as zeros");
+        assert_eq!(buf[3 << 20..], data[3 << 20..], "the rest is kept");
+        assert_eq!(fs::metadata(&path).unwrap().len(), data.len() as u64, "the size is kept");
+        #[cfg(unix)]
+        assert!(disk_usage(&path).unwrap() + (2 << 20) <= before, "{before} bytes on disk, still");
     }
 
     #[test]

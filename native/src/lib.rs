@@ -77,7 +77,7 @@ mod sync;
 pub mod upload;
 mod writer;
 
-pub use conversion::{Conversion, ConvertOptions, WriteMode};
+pub use conversion::{Conversion, ConvertOptions, WriteMode, STAGING_ENV};
 pub use error::{Error, Result};
 pub use files::{read_schema, write_schema};
 pub use io::disk_usage;

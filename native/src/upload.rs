@@ -74,6 +74,66 @@ pub fn upload(
     }
 }
 
+/// A store uploaded while it is written (a conversion to a URL, see [`crate::Conversion`]): each
+/// chunk file goes up as one multipart upload, part by part as the writer passes each part's end,
+/// and the local bytes of every part sent are released ([`crate::io::release`]). The staging
+/// space a conversion needs is then the table, the side files and at most
+/// [`PARTS_IN_FLIGHT`] + 1 parts of each chunk being written, whatever the store's size.
+/// [`Stream::finish`] sends the rest and publishes as [`upload`] does (`meta.zr` last).
+///
+/// Invariants: bytes below the store's tail are final once an append returns (a conversion
+/// only appends); a chunk's upload is completed only once the writer has moved past the chunk
+/// (or at `finish`). A stream dropped unfinished aborts its open upload and removes what it put
+/// under the destination, unless a store was published there.
+pub struct Stream {
+    #[cfg(feature = "remote")]
+    inner: imp::Stream,
+}
+
+impl Stream {
+    /// Starts streaming the store being written in local directory `dir` to `dst`, after the
+    /// checks of [`check_destination`].
+    pub fn begin(dst: &str, options: &RemoteOptions, dir: &Path) -> Result<Stream> {
+        refuse_http(dst)?;
+        #[cfg(feature = "remote")]
+        return Ok(Stream { inner: imp::Stream::begin(dst, options, dir)? });
+        #[cfg(not(feature = "remote"))]
+        {
+            let _ = (options, dir);
+            Err(no_remote(dst))
+        }
+    }
+
+    /// Sends every whole part the writer has finished, by the store's `header` after an append.
+    pub fn advance(&mut self, header: &loaderx_core::format::Header) -> Result<()> {
+        #[cfg(feature = "remote")]
+        return self.inner.advance(header);
+        #[cfg(not(feature = "remote"))]
+        {
+            let _ = header;
+            Ok(())
+        }
+    }
+
+    /// Completes the chunk uploads and copies the rest of the finished store at `dir` (live
+    /// bytes, `meta.zr` last), then reads the copy back as [`upload`] does.
+    pub fn finish(self, header: &loaderx_core::format::Header) -> Result<CopyReport> {
+        #[cfg(feature = "remote")]
+        return self.inner.finish(header);
+        #[cfg(not(feature = "remote"))]
+        {
+            let _ = header;
+            unreachable!("a Stream is never made without the remote feature")
+        }
+    }
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stream").finish_non_exhaustive()
+    }
+}
+
 /// Removes what an interrupted copy left under `dst` (objects and the marker). A published
 /// store (its `meta.zr` there) is refused with [`crate::Error::RemoteConflict`] unless
 /// `published` (a writer removing a store it wrote and nobody lists). Returns the objects
@@ -151,6 +211,144 @@ mod imp {
     use crate::error::Error;
     use crate::sources::object::{connect, runtime, Connection};
     use crate::store::Store;
+    use loaderx_core::format::Header;
+    use std::path::PathBuf;
+
+    /// An object a copy finished: its name, size and SHA-256 (hex), as the marker lists it.
+    type Entry = (String, u64, String);
+
+    /// The multipart upload of the chunk file being written.
+    struct Open {
+        id: u16,
+        name: String,
+        file: std::fs::File,
+        writer: WriteMultipart,
+        hash: Sha256,
+        /// Bytes of the chunk handed to the upload (and released locally).
+        upto: u64,
+    }
+
+    pub(super) struct Stream {
+        conn: Connection,
+        options: RemoteOptions,
+        dir: PathBuf,
+        open: Option<Open>,
+        /// The first chunk not yet completed or skipped.
+        next: u16,
+        done: Vec<Entry>,
+        sent: u64,
+        finished: bool,
+    }
+
+    impl Stream {
+        pub(super) fn begin(dst: &str, options: &RemoteOptions, dir: &Path) -> Result<Stream> {
+            let conn = connect(dst, options)?;
+            runtime()?.block_on(refuse_a_store(&conn))?;
+            Ok(Stream {
+                conn,
+                options: options.clone(),
+                dir: dir.to_path_buf(),
+                open: None,
+                next: 0,
+                done: Vec::new(),
+                sent: 0,
+                finished: false,
+            })
+        }
+
+        pub(super) fn advance(&mut self, header: &Header) -> Result<()> {
+            runtime()?.block_on(self.send(header, false))
+        }
+
+        pub(super) fn finish(mut self, header: &Header) -> Result<CopyReport> {
+            runtime()?.block_on(self.send(header, true))?;
+            let count = |_: u64| {};
+            let conn = Connection::clone(&self.conn);
+            let mut report = upload_with(&self.dir, conn, &self.options, &count, &self.done)?;
+            self.finished = true;
+            report.sent += self.sent;
+            Ok(report)
+        }
+
+        /// Sends the chunks up to the store's tail: each whole part below the tail, and all of
+        /// every chunk the writer has left (or, with `all`, of the tail chunk too), completing
+        /// their uploads. A chunk too small to need a multipart upload is left to the final copy.
+        async fn send(&mut self, header: &Header, all: bool) -> Result<()> {
+            for id in self.next..=header.tail_chunk {
+                let name = chunk_name(id);
+                let path = self.dir.join(&name);
+                let size = match std::fs::metadata(&path) {
+                    Ok(m) => m.len(),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(Error::io("read the size of", &path)(e)),
+                };
+                let end = file_used(&name, size, header);
+                let sealed = id < header.tail_chunk || all;
+                let limit = if sealed { end } else { end - end % PART as u64 };
+                if self.open.is_none() {
+                    if limit < PART as u64 || (sealed && end <= SINGLE_PUT) {
+                        if sealed {
+                            self.next = id + 1; // left whole for the final copy
+                        }
+                        continue;
+                    }
+                    let upload = self.conn.store.put_multipart(&self.conn.path(&name)).await;
+                    let writer = upload.map_err(|e| write_error(&self.conn, e))?;
+                    let file = std::fs::OpenOptions::new()
+                        .read(true)
+                        .write(true)
+                        .open(&path)
+                        .map_err(Error::io("open", &path))?;
+                    let writer = WriteMultipart::new_with_chunk_size(writer, PART);
+                    self.open =
+                        Some(Open { id, name: name.clone(), file, writer, hash: Sha256::new(), upto: 0 });
+                }
+                let Some(open) = self.open.as_mut().filter(|o| o.id == id) else { continue };
+                while open.upto < limit {
+                    let n = (limit - open.upto).min(PART as u64);
+                    let mut buf = vec![0u8; n as usize];
+                    crate::io::read_exact_at(&open.file, &mut buf, open.upto, &path)?;
+                    open.hash.update(&buf);
+                    open.writer
+                        .wait_for_capacity(PARTS_IN_FLIGHT)
+                        .await
+                        .map_err(|e| write_error(&self.conn, e))?;
+                    open.writer.write(&buf);
+                    // The part's bytes are the upload's now; their disk space is given back
+                    // (best effort: a filesystem without holes keeps them).
+                    let _ = crate::io::release(&open.file, open.upto, n);
+                    open.upto += n;
+                    self.sent += n;
+                }
+                if sealed {
+                    let Some(open) = self.open.take() else { continue };
+                    open.writer.finish().await.map_err(|e| write_error(&self.conn, e))?;
+                    self.done.push((open.name, open.upto, hex(&open.hash.finalize())));
+                    self.next = id + 1;
+                }
+            }
+            Ok(())
+        }
+    }
+
+    impl Drop for Stream {
+        /// An unfinished stream (the conversion failed) aborts its open upload and removes what
+        /// it put under the destination; a published store there is never touched.
+        fn drop(&mut self) {
+            if self.finished {
+                return;
+            }
+            let Ok(rt) = runtime() else { return };
+            if let Some(open) = self.open.take() {
+                let _ = rt.block_on(open.writer.abort());
+            }
+            // Refused, and so skipped, where a store is published (this one or another's).
+            let _ = remove_partial(&self.conn.url, &self.options, false);
+        }
+    }
+
+    /// Attempts of the publishing put after the first whose answer was lost.
+    const PUBLISH_RETRIES: u32 = 3;
 
     /// One file of the store and the bytes of it that go up.
     #[derive(Debug, Clone)]
@@ -219,7 +417,7 @@ mod imp {
     }
 
     /// The marker's entries (`name size sha256` per line), or none when there is no marker.
-    async fn read_marker(conn: &Connection) -> Result<Vec<(String, u64, String)>> {
+    async fn read_marker(conn: &Connection) -> Result<Vec<Entry>> {
         let got = match conn.store.get(&conn.path(MARKER)).await {
             Ok(r) => r.bytes().await.map_err(|e| write_error(conn, e))?,
             Err(object_store::Error::NotFound { .. }) => return Ok(Vec::new()),
@@ -236,7 +434,7 @@ mod imp {
             .collect())
     }
 
-    async fn write_marker(conn: &Connection, done: &[(String, u64, String)]) -> Result<()> {
+    async fn write_marker(conn: &Connection, done: &[Entry]) -> Result<()> {
         let mut text = String::from("loaderx-upload 1\n");
         for (name, size, sha) in done {
             text.push_str(&format!("{name} {size} {sha}\n"));
@@ -323,6 +521,54 @@ mod imp {
         }
     }
 
+    /// Puts `part` (`meta.zr`) where no object of its name is, retrying a request whose answer
+    /// was lost: `object_store` does not retry a conditional put after a broken connection,
+    /// since the put may have landed. When the name turns out taken, the object there is
+    /// compared with the local bytes: equal, it is this copy's own earlier attempt (published);
+    /// different, another copy published first ([`Error::RemoteConflict`]).
+    async fn publish(
+        conn: &Connection,
+        path: &Path,
+        part: &Part,
+        sent: &(dyn Fn(u64) + Sync),
+    ) -> Result<String> {
+        let mut attempt = 0;
+        loop {
+            match put_file(conn, path, &part.name, part.used, PutMode::Create, sent).await {
+                Ok(sha) => return Ok(sha),
+                Err(conflict @ Error::RemoteConflict { .. }) => {
+                    let ours = local_sha256(path, part.used)?;
+                    let there =
+                        conn.store.get(&conn.path(&part.name)).await.map_err(|e| write_error(conn, e))?;
+                    let bytes = there.bytes().await.map_err(|e| write_error(conn, e))?;
+                    if hex(&Sha256::digest(&bytes)) != ours {
+                        return Err(conflict);
+                    }
+                    sent(part.used); // by the attempt whose answer was lost
+                    return Ok(ours);
+                }
+                Err(Error::Remote { source, .. }) if attempt < PUBLISH_RETRIES && answer_lost(&source) => {
+                    attempt += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(200 << attempt)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Whether `error` is a transport failure (a broken connection or a timeout) rather than
+    /// the server's answer: the one failure `object_store` leaves unretried on a conditional put.
+    fn answer_lost(error: &object_store::Error) -> bool {
+        let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error);
+        while let Some(e) = next {
+            if e.downcast_ref::<object_store::client::HttpError>().is_some() {
+                return true;
+            }
+            next = e.source();
+        }
+        false
+    }
+
     /// The refusal of a published store at `conn` (its `meta.zr` there).
     async fn refuse_a_store(conn: &Connection) -> Result<()> {
         match conn.store.head(&conn.path(META_FILE)).await {
@@ -346,10 +592,22 @@ mod imp {
         options: &RemoteOptions,
         sent: &(dyn Fn(u64) + Sync),
     ) -> Result<CopyReport> {
+        let conn = connect(dst, options)?;
+        upload_with(src, conn, options, sent, &[])
+    }
+
+    /// [`upload`] through `conn`, where the objects `streamed` lists went up already (sent by a
+    /// [`Stream`], their local bytes released): they are neither hashed nor sent again.
+    fn upload_with(
+        src: &Path,
+        conn: Connection,
+        options: &RemoteOptions,
+        sent: &(dyn Fn(u64) + Sync),
+        streamed: &[Entry],
+    ) -> Result<CopyReport> {
         let local = Store::open_location(&src.to_string_lossy(), false, options)?;
         let (parts, apparent) = parts_of(src, &local)?;
         let live: u64 = parts.iter().map(|p| p.used).sum();
-        let conn = connect(dst, options)?;
         let (objects, skipped, sent_bytes) = runtime()?.block_on(async {
             refuse_a_store(&conn).await?;
             let earlier = read_marker(&conn).await?;
@@ -367,8 +625,13 @@ mod imp {
                     let (conn, earlier, done, skipped, count) = (&conn, &earlier, &done, &skipped, &count);
                     async move {
                         let path = src.join(&part.name);
-                        let before =
-                            earlier.iter().find(|(n, size, _)| *n == part.name && *size == part.used);
+                        let same = |(n, size, _): &&Entry| *n == part.name && *size == part.used;
+                        if let Some(entry) = streamed.iter().find(same) {
+                            let mut d = done.lock().unwrap_or_else(|e| e.into_inner());
+                            d.push(entry.clone());
+                            return Ok(());
+                        }
+                        let before = earlier.iter().find(same);
                         if let Some((_, _, sha)) = before {
                             if local_sha256(&path, part.used)? == *sha {
                                 *skipped.lock().unwrap_or_else(|e| e.into_inner()) += 1;
@@ -393,8 +656,7 @@ mod imp {
                 .await?;
             // Publication: meta.zr last, only where none is.
             for part in &meta {
-                put_file(&conn, &src.join(&part.name), &part.name, part.used, PutMode::Create, &count)
-                    .await?;
+                publish(&conn, &src.join(&part.name), part, &count).await?;
             }
             match conn.store.delete(&conn.path(MARKER)).await {
                 Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
@@ -404,7 +666,7 @@ mod imp {
             Ok((parts.len(), skipped, sent_bytes.load(std::sync::atomic::Ordering::Relaxed)))
         })?;
         // Read back: the copy opens as a store of the same length and content digest.
-        let copy = Store::open_location(dst, false, options)?;
+        let copy = Store::open_location(&conn.url, false, options)?;
         let digest = copy.content_digest()?;
         if copy.len() != local.len() || digest != local.content_digest()? {
             return Err(Error::Corrupt {

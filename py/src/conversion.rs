@@ -3,6 +3,7 @@
 //! process's pool (`process::run`), as the handle's do: a forked child's writes never wait on
 //! the parent's pool threads, which the child does not have.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -34,23 +35,27 @@ impl Conversion {
 
 #[pymethods]
 impl Conversion {
-    /// Starts a conversion into `path` of records that `schema` describes (None: no schema is
-    /// written). `mode` is `append`, `overwrite` or `error`.
+    /// Starts a conversion into `location` (a path, or an s3://, gs:// or az:// URL, staged
+    /// and streamed up as it is written) of records that `schema` describes (None: no schema
+    /// is written). `mode` is `append`, `overwrite` or `error`.
     #[new]
-    #[pyo3(signature = (path, schema, codec, mode, dict_size = None))]
+    #[pyo3(signature = (location, schema, codec, mode, dict_size = None, storage_options = None))]
     fn new(
         py: Python<'_>,
-        path: PathBuf,
+        location: PathBuf,
         schema: Option<&Schema>,
         codec: &str,
         mode: &str,
         dict_size: Option<usize>,
+        storage_options: Option<BTreeMap<String, String>>,
     ) -> PyResult<Conversion> {
         let codec = Codec::from_name(codec).ok_or_else(|| argument(format!("unknown codec {codec:?}")))?;
         let mode = WriteMode::from_name(mode).map_err(to_py)?;
         let schema = schema.map(|s| s.core().clone());
         let options = ConvertOptions { codec, mode, dict_size };
-        let begin = || loaderx_native::Conversion::begin(&path, schema, options);
+        let remote = crate::handle::remote_options(storage_options, None, None, None)?;
+        let location = location.to_string_lossy().into_owned();
+        let begin = || loaderx_native::Conversion::begin_at(&location, schema, options, &remote);
         let inner = py.detach(|| process::run(begin)).map_err(to_py)?;
         Ok(Conversion { inner: Mutex::new(Some(inner)) })
     }

@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import shutil
+import ssl
 import stat
 import subprocess
 import sys
@@ -334,15 +335,38 @@ def moto_s3(buckets=("stores",)):
                 os.environ[k] = v
 
 
+def tls_certificates(folder):
+    """A certificate authority and a server certificate it signed for 127.0.0.1, made with the
+    openssl command line in ``folder``: a dict of the PEM paths ``ca``, ``cert`` and ``key``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    ca, ca_key = folder / "ca.pem", folder / "ca.key"
+    cert, key, ext = folder / "server.pem", folder / "server.key", folder / "server.ext"
+
+    def openssl(*args):
+        subprocess.run(["openssl", *map(str, args)], check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=loaderx test CA",
+            "-keyout", ca_key, "-out", ca)
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", key, "-out", folder / "server.csr")
+    ext.write_text("subjectAltName = IP:127.0.0.1\nbasicConstraints = CA:FALSE\nextendedKeyUsage = serverAuth\n")
+    openssl("x509", "-req", "-in", folder / "server.csr", "-CA", ca, "-CAkey", ca_key, "-CAcreateserial",
+            "-days", "2", "-extfile", ext, "-out", cert)
+    return {"ca": ca, "cert": cert, "key": key}
+
+
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 
 
 @contextlib.contextmanager
-def nginx_serving(conf, server, probe):
+def nginx_serving(conf, server, probe, tls=None):
     """Runs nginx (:data:`NGINX`) on a free 127.0.0.1 port with ``server`` (the directives of its
     one server block besides ``listen``), its config, temp and pid files under ``conf``; yields the
-    base URL once ``probe`` (a path) answers, and stops the server after."""
+    base URL once ``probe`` (a path) answers, and stops the server after. ``tls``, a
+    :func:`tls_certificates` result, serves HTTPS with its server certificate."""
     port = free_port()
+    if tls is not None:
+        server = f"        ssl_certificate {tls['cert']};\n        ssl_certificate_key {tls['key']};\n{server}"
     temps = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
     for sub in temps:
         (conf / sub).mkdir()
@@ -352,14 +376,15 @@ def nginx_serving(conf, server, probe):
     (conf / "nginx.conf").write_text(
         f"daemon off;\n{user}\npid {conf}/nginx.pid;\nerror_log {conf}/error.log;\n"
         f"events {{ worker_connections 64; }}\nhttp {{\n    access_log off;\n{paths}\n"
-        f"    server {{\n        listen 127.0.0.1:{port};\n{server}\n    }}\n}}\n"
+        f"    server {{\n        listen 127.0.0.1:{port}{' ssl' if tls else ''};\n{server}\n    }}\n}}\n"
     )
     proc = subprocess.Popen([NGINX, "-p", str(conf), "-e", str(conf / "error.log"), "-c", str(conf / "nginx.conf")])
-    base = f"http://127.0.0.1:{port}"
+    base = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
+    context = ssl.create_default_context(cafile=str(tls["ca"])) if tls else None
     try:
         for _ in range(100):
             try:
-                urllib.request.urlopen(base + probe, timeout=1)
+                urllib.request.urlopen(base + probe, timeout=1, context=context)
                 break
             except OSError:
                 time.sleep(0.05)

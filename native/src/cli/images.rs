@@ -49,18 +49,21 @@ pub(crate) fn image_files(dir: &Path) -> Result<Vec<PathBuf>, Fail> {
     Ok(found.into_iter().map(|(_, p)| p).collect())
 }
 
-/// Makes a new store at `store` of the image files under `dir`; returns the records written.
-pub(crate) fn convert(dir: &Path, store: &Path, codec: Codec, quiet: bool) -> Result<u64, Fail> {
+/// Makes a new store at `target` (a path or URL) of the image files under `dir`; returns the
+/// records written.
+pub(crate) fn convert(dir: &Path, target: &str, codec: Codec, quiet: bool) -> Result<u64, Fail> {
     let files = image_files(dir)?;
     if files.is_empty() {
         return Err(Fail::usage(&format!("no .jpg, .jpeg, .png or .webp files under {}", dir.display())));
     }
     let schema = Schema::new(Kind::Ragged, "|u1", &[], codec.name());
     let options = ConvertOptions { codec, mode: WriteMode::Error, dict_size: None };
-    let mut conversion = Conversion::begin(store, Some(schema), options).map_err(|e| match e {
-        crate::Error::Exists(_) => Fail::usage(&format!("{e}; convert makes a new one")),
-        e => Fail::store(e),
-    })?;
+    let remote = crate::RemoteOptions::default();
+    let mut conversion =
+        Conversion::begin_at(target, Some(schema), options, &remote).map_err(|e| match e {
+            crate::Error::Exists(_) => Fail::usage(&format!("{e}; convert makes a new one")),
+            e => Fail::store(e),
+        })?;
     let bar = progress(files.len() as u64, quiet, "converting");
     let mut seen: Vec<Media> = Vec::new();
     for block in files.chunks(BLOCK) {

@@ -145,8 +145,9 @@ enum Command {
     },
     /// Make a new dense store from a .npy file, one record per row (as Python's from_numpy),
     /// or with --images a store of the image files under a directory (as from_images). STORE
-    /// may be an s3://, gs:// or az:// URL where no store is: written in a temporary directory
-    /// (LOADERX_STAGING_DIR), then copied up as `loaderx cp` copies.
+    /// may be an s3://, gs:// or az:// URL where no store is: staged in a temporary directory
+    /// (LOADERX_STAGING_DIR) and streamed up as it is written, each chunk part by part, so the
+    /// staging space is the table and a few 16 MiB parts, not the store; meta.zr goes up last.
     Convert {
         /// The .npy file to read (with --images: the directory of .jpg, .jpeg, .png, .webp files).
         input: PathBuf,
@@ -686,35 +687,18 @@ fn export(path: &Path, out: &Path) -> Result<u8, Fail> {
 
 fn convert(input: &Path, store: &Path, codec: Option<CodecArg>, as_images: bool) -> Result<u8, Fail> {
     let target = store.to_string_lossy().into_owned();
-    if crate::is_url(&target) {
-        // Staged: converted in a temporary directory, copied up (live bytes, meta.zr last),
-        // the directory removed either way. The destination is checked first (writable, no
-        // store there, credentials), so a refusal costs no conversion.
-        let options = crate::RemoteOptions::default();
-        crate::upload::check_destination(&target, &options).map_err(Fail::store)?;
-        let base =
-            std::env::var_os("LOADERX_STAGING_DIR").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
-        let nanos =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let stage = base.join(format!("loaderx-stage-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&stage).map_err(Fail::io(&stage))?;
-        let local = stage.join("store");
-        let done = convert_local(input, &local, codec, as_images).and_then(|n| {
-            crate::upload::upload(&local, &target, &options, &|_| {}).map(|r| (n, r)).map_err(Fail::store)
-        });
-        let _ = std::fs::remove_dir_all(&stage);
-        let (n, report) = done?;
-        eprintln!("wrote {n} records to {} ({} bytes sent)", report.url, report.sent);
-        return Ok(0);
+    // A URL is checked first (writable, no store there, credentials), so a refusal costs no
+    // conversion; the store is then staged locally and streamed up as it is written.
+    if !crate::is_url(&target) {
+        writable(store)?;
     }
-    writable(store)?;
-    let n = convert_local(input, store, codec, as_images)?;
-    eprintln!("wrote {n} records to {}", store.display());
+    let n = convert_into(input, &target, codec, as_images)?;
+    eprintln!("wrote {n} records to {}", loaderx_core::url::redact(&target));
     Ok(0)
 }
 
-/// Converts `input` into the local store directory `store`: the records written.
-fn convert_local(input: &Path, store: &Path, codec: Option<CodecArg>, as_images: bool) -> Result<u64, Fail> {
+/// Converts `input` into the store at `target` (a directory or URL): the records written.
+fn convert_into(input: &Path, target: &str, codec: Option<CodecArg>, as_images: bool) -> Result<u64, Fail> {
     let fallback = if as_images { CodecArg::Raw } else { CodecArg::Zstd };
     let codec = match codec.unwrap_or(fallback) {
         CodecArg::Raw => Codec::Raw,
@@ -722,9 +706,9 @@ fn convert_local(input: &Path, store: &Path, codec: Option<CodecArg>, as_images:
         CodecArg::ZstdDict => Codec::ZstdDict,
     };
     let n = if as_images {
-        images::convert(input, store, codec, false)?
+        images::convert(input, target, codec, false)?
     } else {
-        npy::convert(input, store, codec, false)?
+        npy::convert(input, target, codec, false)?
     };
     Ok(n)
 }

@@ -63,7 +63,7 @@ pub(crate) fn export(store: &Source, schema: &Schema, out: &Path, quiet: bool) -
 
 /// Makes a new dense store at `dir` from the rows of the `.npy` file `input`, through the one
 /// conversion session (`crate::Conversion`: its checks, rollback and schema).
-pub(crate) fn convert(input: &Path, dir: &Path, codec: Codec, quiet: bool) -> Result<u64, Fail> {
+pub(crate) fn convert(input: &Path, target: &str, codec: Codec, quiet: bool) -> Result<u64, Fail> {
     let mut r = BufReader::new(File::open(input).map_err(Fail::io(input))?);
     let header = Header::from_reader(&mut r).map_err(|e| Fail::Data(format!("{}: {e}", input.display())))?;
     let Py::String(descr) = &header.type_descriptor else {
@@ -83,10 +83,12 @@ pub(crate) fn convert(input: &Path, dir: &Path, codec: Codec, quiet: bool) -> Re
     let item = schema.item_bytes().map_err(Fail::data)?;
     let options = ConvertOptions { codec, mode: WriteMode::Error, dict_size: None };
     // Checks the item size, the target and the mode before anything is written.
-    let mut conversion = Conversion::begin(dir, Some(schema), options).map_err(|e| match e {
-        crate::Error::Exists(_) => Fail::usage(&format!("{e}; convert makes a new one")),
-        e => Fail::store(e),
-    })?;
+    let remote = crate::RemoteOptions::default();
+    let mut conversion =
+        Conversion::begin_at(target, Some(schema), options, &remote).map_err(|e| match e {
+            crate::Error::Exists(_) => Fail::usage(&format!("{e}; convert makes a new one")),
+            e => Fail::store(e),
+        })?;
     let rows = (BLOCK_BYTES / item).max(1);
     let bar = progress(n as u64, quiet, "converting");
     let mut buf = Vec::new();

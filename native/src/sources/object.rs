@@ -61,6 +61,17 @@ pub(crate) fn runtime() -> Result<&'static tokio::runtime::Runtime> {
     })
 }
 
+/// Makes ring the process's rustls provider, once, before the first client is built (the build
+/// enables reqwest's rustls without a provider; see native/Cargo.toml). A provider that another
+/// library of the process installed first is kept: any rustls provider serves.
+fn install_tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Err means a provider is already installed, which is all this needs.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 /// The typed error of a failed request: a version mismatch (the object changed after open) is
 /// named as such; everything else keeps `object_store`'s error.
 pub(crate) fn remote_error(url: &str, source: object_store::Error) -> Error {
@@ -322,6 +333,7 @@ impl std::fmt::Debug for ObjectSource {
 
 /// A connection to the objects under a URL: `object_store`'s client for its service, built from
 /// the environment's configuration and `storage_options`, and the prefix the URL names.
+#[derive(Clone)]
 pub(crate) struct Connection {
     pub(crate) store: Arc<dyn ObjectStore>,
     pub(crate) prefix: ObjectPath,
@@ -356,6 +368,7 @@ impl Connection {
 /// Connects to `url` with the environment's configuration and `options` (unknown option keys
 /// are [`Error::BadArgument`]).
 pub(crate) fn connect(url: &str, options: &RemoteOptions) -> Result<Connection> {
+    install_tls_provider();
     let shown = redact(url.trim_end_matches('/'));
     let parsed = url::Url::parse(url.trim_end_matches('/'))
         .map_err(|e| Error::BadArgument(format!("{shown} is not a URL: {e}")))?;

@@ -72,7 +72,13 @@ class Handle:
 class Conversion:
     """One conversion into a local store: checked when made, rolled back unless finished."""
     def __new__(
-        cls, path: str | os.PathLike[str], schema: Schema | None, codec: str, mode: str, dict_size: int | None = None
+        cls,
+        location: str | os.PathLike[str],
+        schema: Schema | None,
+        codec: str,
+        mode: str,
+        dict_size: int | None = None,
+        storage_options: dict[str, str] | None = None,
     ) -> Self: ...
     @property
     def existing(self) -> Schema | None: ...

@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _loaderx
-from .errors import BadArgumentError, StoreFullError
+from .errors import BadArgumentError
 from .zrecord import CODECS, _codec_name, _location, _shown, _writable
 
 if TYPE_CHECKING:
@@ -120,17 +120,16 @@ def _convert(
     rules: the target and mode checks, schema compatibility, record sizes, dictionary training,
     rollback and the schema written last. A converter only produces the blocks.
 
-    A URL target is written locally first, in a staging directory (``LOADERX_STAGING_DIR``, or
-    the system's temporary directory), then copied up by :func:`loaderx.remote.copy` (live bytes,
-    ``meta.zr`` last) and the staging directory removed. A store already at the URL is refused in
-    every mode: stores at URLs are written once (appending or overwriting in place could show
-    readers a table and chunks of two versions)."""
-    if isinstance(path, str):
-        return _convert_to_url(path, schema, codec, dict_size, bar, blocks, storage_options)
+    A URL target is checked before any record is read (no store there, in any mode: stores at
+    URLs are written once, since appending or overwriting in place could show readers a table
+    and chunks of two versions). The store is then staged in ``LOADERX_STAGING_DIR`` (or the
+    system's temporary directory) and streamed up as it is written: each chunk file goes up part
+    by part and its local bytes are released, so the staging space is the table and a few parts,
+    not the store. ``meta.zr`` goes up last; the staging directory is removed either way."""
     try:
         # As in the reference, dict_size means something only to the dictionary codec.
         dict_size = dict_size if codec == "zstd_dict" else None
-        conversion = _loaderx.Conversion(os.fspath(path), schema, codec, mode, dict_size)
+        conversion = _loaderx.Conversion(os.fspath(path), schema, codec, mode, dict_size, storage_options)
         try:
             for src, offsets in blocks(conversion):
                 conversion.append(src, offsets)
@@ -140,42 +139,6 @@ def _convert(
             conversion.abort()  # rolls back, unless finished
     finally:
         bar.close()
-
-
-def _convert_to_url(
-    url: str,
-    schema: _loaderx.Schema | None,
-    codec: str,
-    dict_size: int | None,
-    bar: _Progress,
-    blocks: _Blocks,
-    storage_options: dict[str, str] | None,
-) -> int:
-    """:func:`_convert` to a URL: staged locally, copied up, the staging removed."""
-    import errno
-    import shutil
-    import tempfile
-
-    from . import remote
-
-    # The engine's check, before any record is read: not HTTP, reachable, no store there.
-    _loaderx.check_destination(url, storage_options)
-    staging = os.environ.get("LOADERX_STAGING_DIR") or None
-    stage = Path(tempfile.mkdtemp(prefix="loaderx-stage-", dir=staging))
-    try:
-        try:
-            n = _convert(stage / "store", schema, codec, "error", dict_size, bar, blocks)
-        except OSError as e:
-            if e.errno == errno.ENOSPC or "No space left" in str(e):
-                raise StoreFullError.new(
-                    f"writing {_shown(url)}: the local staging space ran out in {stage.parent} "
-                    "(set LOADERX_STAGING_DIR to a directory with room for the store)"
-                ) from e
-            raise
-        remote.copy(stage / "store", url, storage_options)
-        return n
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
 
 
 def _check_plain(dtype: np.dtype[Any]) -> None:
