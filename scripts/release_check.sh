@@ -49,7 +49,7 @@ for _ in range(100):
         time.sleep(0.1)
 for case in json.load(open("tests/fixtures/v3/manifest.json"))["stores"]:
     subprocess.run([sys.executable, "-m", "loaderx", "cp", "-q", f"tests/fixtures/v3/{case['store']}",
-                    f"s3://release/{case['name']}"], check=True)
+                    f"s3://release/{case['name']}"], check=True, stdout=subprocess.DEVNULL)
 PY
 (cd /tmp && PYTHONPATH=$site qemu-aarch64-static -L "$REPO/target/arm64-root" \
   "$REPO/target/arm64-root/usr/bin/python3" "$REPO/tests/release/remote_smoke.py" "$REPO" s3://release) | tee -a "$log"
