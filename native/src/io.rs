@@ -371,9 +371,7 @@ mod sys {
 
     use windows_sys::Win32::Foundation::{ERROR_DISK_FULL, ERROR_IO_DEVICE, NO_ERROR};
     use windows_sys::Win32::Storage::FileSystem::{GetCompressedFileSizeW, INVALID_FILE_SIZE};
-    use windows_sys::Win32::System::Ioctl::{
-        FILE_ZERO_DATA_INFORMATION, FSCTL_SET_SPARSE, FSCTL_SET_ZERO_DATA,
-    };
+    use windows_sys::Win32::System::Ioctl::{FSCTL_SET_SPARSE, FSCTL_SET_ZERO_DATA};
     use windows_sys::Win32::System::IO::DeviceIoControl;
 
     pub(super) const NO_SPACE: i32 = ERROR_DISK_FULL as i32;
@@ -393,50 +391,38 @@ mod sys {
     /// Marks `file` sparse, so growing it reserves no space. Needs a handle opened for writing.
     /// Wine 8 reports success and ignores the request (no sparse attribute is set); its files
     /// live on unix filesystems, where growing a file leaves a hole anyway.
-    #[allow(unsafe_code)]
     pub(super) fn mark_sparse(file: &File) -> io::Result<()> {
+        // No input buffer means "set sparse".
+        fsctl(file, FSCTL_SET_SPARSE, &[])
+    }
+
+    /// Zeroes a range of a sparse file, which deallocates it.
+    pub(super) fn release(file: &File, offset: u64, len: u64) -> io::Result<()> {
+        let to_i64 = |v: u64| i64::try_from(v).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput));
+        // FILE_ZERO_DATA_INFORMATION: the first byte zeroed and the first byte past the range,
+        // two little-endian i64s.
+        let mut input = [0u8; 16];
+        input[..8].copy_from_slice(&to_i64(offset)?.to_le_bytes());
+        input[8..].copy_from_slice(&to_i64(offset + len)?.to_le_bytes());
+        fsctl(file, FSCTL_SET_ZERO_DATA, &input)
+    }
+
+    /// One file-system control call on `file` with `input` and no output.
+    #[allow(unsafe_code)]
+    fn fsctl(file: &File, code: u32, input: &[u8]) -> io::Result<()> {
         let mut returned = 0u32;
-        // SAFETY: the handle is valid for the call (borrowed from `file`). FSCTL_SET_SPARSE with
-        // no input buffer means "set sparse"; there is no output buffer; `returned` is a live
-        // u32; the call is synchronous (null OVERLAPPED; std opens files without
+        let len = u32::try_from(input.len()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let data = if input.is_empty() { ptr::null() } else { input.as_ptr().cast() };
+        // SAFETY: the handle is valid for the call (borrowed from `file`); the input buffer is
+        // `len` live bytes (or null with length 0); there is no output buffer; `returned` is a
+        // live u32; the call is synchronous (null OVERLAPPED; std opens files without
         // FILE_FLAG_OVERLAPPED).
         let ok = unsafe {
             DeviceIoControl(
                 file.as_raw_handle(),
-                FSCTL_SET_SPARSE,
-                ptr::null(),
-                0,
-                ptr::null_mut(),
-                0,
-                &mut returned,
-                ptr::null_mut(),
-            )
-        };
-        if ok == 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
-    }
-
-    /// Zeroes a range of a sparse file, which deallocates it.
-    #[allow(unsafe_code)]
-    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
-    pub(super) fn release(file: &File, offset: u64, len: u64) -> io::Result<()> {
-        let range = FILE_ZERO_DATA_INFORMATION {
-            FileOffset: i64::try_from(offset).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?,
-            BeyondFinalZero: i64::try_from(offset + len)
-                .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?,
-        };
-        let mut returned = 0u32;
-        // SAFETY: the handle is valid for the call; the input buffer is a live
-        // FILE_ZERO_DATA_INFORMATION of the size given; no output buffer; `returned` is a live
-        // u32; the call is synchronous (null OVERLAPPED).
-        let ok = unsafe {
-            DeviceIoControl(
-                file.as_raw_handle(),
-                FSCTL_SET_ZERO_DATA,
-                (&raw const range).cast(),
-                std::mem::size_of::<FILE_ZERO_DATA_INFORMATION>() as u32,
+                code,
+                data,
+                len,
                 ptr::null_mut(),
                 0,
                 &mut returned,
@@ -503,6 +489,7 @@ mod tests {
         write_new(&path, &data, data.len() as u64).unwrap();
         let file = fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
         sync_file(&file, &path).unwrap();
+        #[cfg(unix)]
         let before = disk_usage(&path).unwrap();
         release(&file, 0, 3 << 20).unwrap();
         let mut buf = vec![0u8; data.len()];

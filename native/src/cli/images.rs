@@ -13,7 +13,7 @@ use loaderx_core::schema::{Kind, Schema};
 
 use super::{progress, Fail};
 use crate::records::Records;
-use crate::{Codec, Conversion, ConvertOptions, WriteMode};
+use crate::Codec;
 
 /// The extensions taken from a directory (any case).
 const SUFFIXES: [&str; 4] = ["jpg", "jpeg", "png", "webp"];
@@ -57,13 +57,7 @@ pub(crate) fn convert(dir: &Path, target: &str, codec: Codec, quiet: bool) -> Re
         return Err(Fail::usage(&format!("no .jpg, .jpeg, .png or .webp files under {}", dir.display())));
     }
     let schema = Schema::new(Kind::Ragged, "|u1", &[], codec.name());
-    let options = ConvertOptions { codec, mode: WriteMode::Error, dict_size: None };
-    let remote = crate::RemoteOptions::default();
-    let mut conversion =
-        Conversion::begin_at(target, Some(schema), options, &remote).map_err(|e| match e {
-            crate::Error::Exists(_) => Fail::usage(&format!("{e}; convert makes a new one")),
-            e => Fail::store(e),
-        })?;
+    let mut conversion = super::new_store(target, schema, codec)?;
     let bar = progress(files.len() as u64, quiet, "converting");
     let mut seen: Vec<Media> = Vec::new();
     for block in files.chunks(BLOCK) {

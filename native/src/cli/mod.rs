@@ -697,6 +697,19 @@ fn convert(input: &Path, store: &Path, codec: Option<CodecArg>, as_images: bool)
     Ok(0)
 }
 
+/// Starts the conversion of `loaderx convert` into a new store at `target` (a directory, or a
+/// URL staged and streamed up), checked before anything is written: the item size, the target
+/// and that no store is there.
+pub(crate) fn new_store(target: &str, schema: Schema, codec: Codec) -> Result<crate::Conversion, Fail> {
+    let options = crate::ConvertOptions { codec, mode: crate::WriteMode::Error, dict_size: None };
+    crate::Conversion::begin_at(target, Some(schema), options, &crate::RemoteOptions::default()).map_err(
+        |e| match e {
+            crate::Error::Exists(_) => Fail::usage(&format!("{e}; convert makes a new one")),
+            e => Fail::store(e),
+        },
+    )
+}
+
 /// Converts `input` into the store at `target` (a directory or URL): the records written.
 fn convert_into(input: &Path, target: &str, codec: Option<CodecArg>, as_images: bool) -> Result<u64, Fail> {
     let fallback = if as_images { CodecArg::Raw } else { CodecArg::Zstd };

@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
-use crate::{Codec, Conversion, ConvertOptions, WriteMode};
+use crate::Codec;
 use loaderx_core::dtype::DType;
 use loaderx_core::schema::{Kind, Schema};
 use ndarray_npy::npy::header::{Header, Layout};
@@ -81,14 +81,7 @@ pub(crate) fn convert(input: &Path, target: &str, codec: Codec, quiet: bool) -> 
     let item_shape: Vec<u64> = item_shape.iter().map(|&d| d as u64).collect();
     let schema = Schema::new(Kind::Dense, &dtype.to_numpy_str(), &item_shape, codec.name());
     let item = schema.item_bytes().map_err(Fail::data)?;
-    let options = ConvertOptions { codec, mode: WriteMode::Error, dict_size: None };
-    // Checks the item size, the target and the mode before anything is written.
-    let remote = crate::RemoteOptions::default();
-    let mut conversion =
-        Conversion::begin_at(target, Some(schema), options, &remote).map_err(|e| match e {
-            crate::Error::Exists(_) => Fail::usage(&format!("{e}; convert makes a new one")),
-            e => Fail::store(e),
-        })?;
+    let mut conversion = super::new_store(target, schema, codec)?;
     let rows = (BLOCK_BYTES / item).max(1);
     let bar = progress(n as u64, quiet, "converting");
     let mut buf = Vec::new();
