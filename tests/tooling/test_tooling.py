@@ -58,3 +58,27 @@ def test_the_demo_installs_only_what_the_demo_uses():
 def test_an_unknown_setup_profile_is_refused():
     r = subprocess.run(["bash", REPO / "scripts" / "setup.sh", "--plan", "everything"], capture_output=True, text=True)
     assert r.returncode == 2 and "unknown profile 'everything'" in r.stderr, r.stderr
+
+
+def test_the_macos_link_stubs_export_what_the_tls_stack_imports(tmp_path):
+    """scripts/zig/macos_frameworks.py reads the framework crates Cargo resolves for macOS and
+    writes .tbd stubs under the frameworks' install names, with the functions, statics and
+    macro-declared constants the crates bind (check_dist.py checks the linked module itself)."""
+    import sys
+
+    done = subprocess.run([sys.executable, str(REPO / "scripts/zig/macos_frameworks.py"), str(tmp_path), "aarch64-apple-darwin"],
+                          capture_output=True, text=True, check=True)
+    folder = Path(done.stdout.strip())
+    assert folder.parent == tmp_path
+    security = (folder / "Security.framework/Security.tbd").read_text()
+    foundation = (folder / "CoreFoundation.framework/CoreFoundation.tbd").read_text()
+    assert "install-name:    '/System/Library/Frameworks/Security.framework/Versions/A/Security'" in security
+    assert "/System/Library/Frameworks/CoreFoundation.framework/Versions/A/CoreFoundation" in foundation
+    for name in ("_SecTrustEvaluateWithError", "_SecCertificateCreateWithData", "_kSecKeyAlgorithmRSASignatureMessagePSSSHA512"):
+        assert re.search(rf"\b{name}\b", security), name
+    for name in ("_CFRelease", "_kCFAllocatorDefault", "_CFArrayCreate"):
+        assert re.search(rf"\b{name}\b", foundation), name
+    # The same stubs land in the same folder (its name is their digest), so Cargo relinks only when they change.
+    again = subprocess.run([sys.executable, str(REPO / "scripts/zig/macos_frameworks.py"), str(tmp_path), "aarch64-apple-darwin"],
+                           capture_output=True, text=True, check=True)
+    assert again.stdout.strip() == done.stdout.strip()
