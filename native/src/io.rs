@@ -491,10 +491,16 @@ mod tests {
         sync_file(&file, &path).unwrap();
         #[cfg(unix)]
         let before = disk_usage(&path).unwrap();
-        release(&file, 0, 3 << 20).unwrap();
+        let released = release(&file, 0, 3 << 20);
         let mut buf = vec![0u8; data.len()];
         read_exact_at(&file, &mut buf, 0, &path).unwrap();
-        assert!(buf[..3 << 20].iter().all(|&b| b == 0), "the released range reads as zeros");
+        match released {
+            Ok(()) => assert!(buf[..3 << 20].iter().all(|&b| b == 0), "the released range reads as zeros"),
+            // Wine answers FSCTL_SET_ZERO_DATA with ERROR_NOT_SUPPORTED (50): refused, and then
+            // nothing is lost. Unix filesystems here must release.
+            Err(e) if cfg!(windows) && e.raw_os_error() == Some(50) => assert_eq!(buf, data),
+            Err(e) => panic!("release failed: {e}"),
+        }
         assert_eq!(buf[3 << 20..], data[3 << 20..], "the rest is kept");
         assert_eq!(fs::metadata(&path).unwrap().len(), data.len() as u64, "the size is kept");
         #[cfg(unix)]
