@@ -18,10 +18,16 @@
 //!   each. Retries of interrupted requests are `object_store`'s.
 //! * The store must not be written while it is copied (the copy reads its header once).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::error::Result;
+use loaderx_core::open::{
+    chunk_ids, chunk_name, CHECKSUM_FILE, DICT_FILE, JOURNAL_FILE, META_FILE, SCHEMA_FILE,
+};
+use loaderx_core::stats::file_used;
+
+use crate::error::{Error, Result};
 use crate::options::RemoteOptions;
+use crate::store::Store;
 
 /// The object under the destination that lists the objects a copy finished.
 pub const MARKER: &str = ".loaderx-upload";
@@ -194,6 +200,133 @@ fn no_remote(dst: &str) -> crate::Error {
     ))
 }
 
+/// One file of the store and the bytes of it that go up.
+#[derive(Debug, Clone)]
+struct Part {
+    name: String,
+    used: u64,
+}
+
+/// The files of the store at `dir` with their live bytes, `meta.zr` last, and their apparent
+/// size in all.
+fn parts_of(dir: &Path, store: &Store) -> Result<(Vec<Part>, u64)> {
+    let header = store.header();
+    let mut names: Vec<String> = chunk_ids(&header).map(chunk_name).collect();
+    names.extend([SCHEMA_FILE, DICT_FILE, JOURNAL_FILE, CHECKSUM_FILE, META_FILE].map(str::to_owned));
+    let mut parts = Vec::new();
+    let mut apparent = 0;
+    for name in names {
+        let path = dir.join(&name);
+        let size = match std::fs::metadata(&path) {
+            Ok(m) => m.len(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io("read the size of", &path)(e)),
+        };
+        apparent += size;
+        parts.push(Part { used: file_used(&name, size, &header), name });
+    }
+    Ok((parts, apparent))
+}
+
+/// Copies the store at local directory `src` to `dst`: a URL ([`upload`]), or a local directory
+/// that does not exist yet or is empty ([`copy_local`]).
+pub fn copy(
+    src: &Path,
+    dst: &str,
+    options: &RemoteOptions,
+    sent: &(dyn Fn(u64) + Sync),
+) -> Result<CopyReport> {
+    if crate::is_url(dst) {
+        return upload(src, dst, options, sent);
+    }
+    copy_local(src, Path::new(dst), options, sent)
+}
+
+/// Copies the store at local directory `src` to the new local directory `dst`: each file made
+/// at its source's apparent size with only its live bytes written, the rest left a hole as the
+/// writers leave it (so the copy takes the store's live bytes on disk, not its gigabytes of
+/// preallocated space, and stays appendable). The files are written in a directory beside
+/// `dst`, synced, and renamed into place, so `dst` is never a half-copied store. Then the copy
+/// is opened and its length and content digest checked, as [`upload`] does. A `dst` that holds
+/// anything is refused ([`Error::BadArgument`]).
+pub fn copy_local(
+    src: &Path,
+    dst: &Path,
+    options: &RemoteOptions,
+    sent: &(dyn Fn(u64) + Sync),
+) -> Result<CopyReport> {
+    crate::check_writable(&dst.to_string_lossy())?;
+    match std::fs::read_dir(dst).map(|mut entries| entries.next().is_some()) {
+        Ok(true) => {
+            return Err(Error::BadArgument(format!(
+                "{} is not empty: cp makes a new store (remove it, or choose a new directory)",
+                dst.display()
+            )))
+        }
+        Ok(false) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io("read", dst)(e)),
+    }
+    let local = Store::open_location(&src.to_string_lossy(), false, options)?;
+    let (parts, apparent) = parts_of(src, &local)?;
+    let live: u64 = parts.iter().map(|p| p.used).sum();
+    let parent = match dst.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent).map_err(Error::io("create", &parent))?;
+    let name = dst.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = parent.join(format!(".{name}.loaderx-cp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp); // left by a copy of a process with this id that died
+    let written = (|| -> Result<()> {
+        std::fs::create_dir(&tmp).map_err(Error::io("create", &tmp))?;
+        let mut buf = vec![0u8; PART];
+        for part in &parts {
+            let (from_path, to_path) = (src.join(&part.name), tmp.join(&part.name));
+            let from = std::fs::File::open(&from_path).map_err(Error::io("open", &from_path))?;
+            let size = from.metadata().map_err(Error::io("read the size of", &from_path))?.len();
+            let to = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&to_path)
+                .map_err(Error::io("create", &to_path))?;
+            crate::io::set_len(&to, size, &to_path)?;
+            let mut at = 0;
+            while at < part.used {
+                let n = (part.used - at).min(PART as u64) as usize;
+                crate::io::read_exact_at(&from, &mut buf[..n], at, &from_path)?;
+                crate::io::write_all_at(&to, &buf[..n], at, &to_path)?;
+                at += n as u64;
+                sent(n as u64);
+            }
+            crate::io::sync_file(&to, &to_path)?;
+        }
+        crate::io::sync_dir(&tmp)?;
+        if dst.exists() {
+            std::fs::remove_dir(dst).map_err(Error::io("replace the empty directory", dst))?;
+        }
+        crate::io::rename(&tmp, dst)?;
+        crate::io::sync_dir(&parent)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    let copy = Store::open_location(&dst.to_string_lossy(), false, options)?;
+    let digest = copy.content_digest()?;
+    if copy.len() != local.len() || digest != local.content_digest()? {
+        return Err(Error::Corrupt {
+            file: dst.to_path_buf(),
+            offset: None,
+            index: None,
+            detail: format!("the copy reads back as {} records, not {}", copy.len(), local.len()),
+        });
+    }
+    let objects = parts.len();
+    Ok(CopyReport { url: dst.display().to_string(), objects, skipped: 0, sent: live, live, apparent, digest })
+}
+
 #[cfg(feature = "remote")]
 mod imp {
     use super::*;
@@ -201,9 +334,7 @@ mod imp {
     use std::sync::Mutex;
 
     use futures::{StreamExt, TryStreamExt};
-    use loaderx_core::open::{
-        chunk_ids, chunk_name, CHECKSUM_FILE, DICT_FILE, JOURNAL_FILE, META_FILE, SCHEMA_FILE,
-    };
+    use loaderx_core::open::{chunk_name, META_FILE};
     use loaderx_core::stats::file_used;
     use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart};
     use sha2::{Digest, Sha256};
@@ -349,34 +480,6 @@ mod imp {
 
     /// Attempts of the publishing put after the first whose answer was lost.
     const PUBLISH_RETRIES: u32 = 3;
-
-    /// One file of the store and the bytes of it that go up.
-    #[derive(Debug, Clone)]
-    struct Part {
-        name: String,
-        used: u64,
-    }
-
-    /// The files of the store at `dir` with their live bytes, `meta.zr` last, and their apparent
-    /// size in all.
-    fn parts_of(dir: &Path, store: &Store) -> Result<(Vec<Part>, u64)> {
-        let header = store.header();
-        let mut names: Vec<String> = chunk_ids(&header).map(chunk_name).collect();
-        names.extend([SCHEMA_FILE, DICT_FILE, JOURNAL_FILE, CHECKSUM_FILE, META_FILE].map(str::to_owned));
-        let mut parts = Vec::new();
-        let mut apparent = 0;
-        for name in names {
-            let path = dir.join(&name);
-            let size = match std::fs::metadata(&path) {
-                Ok(m) => m.len(),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(Error::io("read the size of", &path)(e)),
-            };
-            apparent += size;
-            parts.push(Part { used: file_used(&name, size, &header), name });
-        }
-        Ok((parts, apparent))
-    }
 
     /// SHA-256 of the first `len` bytes of `path`, in hex.
     fn local_sha256(path: &Path, len: u64) -> Result<String> {

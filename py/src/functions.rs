@@ -85,7 +85,7 @@ pub(crate) fn meter_since(before: (u64, u64, u64, u64, u64)) -> (f64, f64, f64, 
 }
 
 /// Copies the local store `src` to the URL `dst` (`loaderx_native::upload`: live bytes,
-/// `meta.zr` last, resumable, read back): `{url, objects, skipped, sent_bytes, live_bytes,
+/// `meta.zr` last, resumable, read back) or to a new local directory (sparse, live bytes): `{url, objects, skipped, sent_bytes, live_bytes,
 /// apparent_bytes, digest}`. The GIL is released while it runs.
 #[pyfunction]
 #[pyo3(signature = (src, dst, storage_options = None))]
@@ -96,7 +96,7 @@ pub(crate) fn copy_store<'py>(
     storage_options: Option<std::collections::BTreeMap<String, String>>,
 ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
     let options = crate::handle::remote_options(storage_options, None, None, None)?;
-    let report = py.detach(|| loaderx_native::upload::upload(&src, dst, &options, &|_| {})).map_err(to_py)?;
+    let report = py.detach(|| loaderx_native::upload::copy(&src, dst, &options, &|_| {})).map_err(to_py)?;
     let out = pyo3::types::PyDict::new(py);
     out.set_item("url", report.url)?;
     out.set_item("objects", report.objects)?;

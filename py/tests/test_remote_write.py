@@ -112,8 +112,41 @@ def test_what_cannot_be_written_is_a_typed_error_naming_the_url(s3, tmp_path):
     out = subprocess.run([sys.executable, "-m", "loaderx", "cp", str(tmp_path / "s"), f"s3://{BUCKET}/cli", "--json"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["objects"] >= 2
-    out = subprocess.run([sys.executable, "-m", "loaderx", "cp", str(tmp_path / "s"), str(tmp_path / "t")], capture_output=True, text=True)
-    assert out.returncode == 2 and "not a URL" in out.stderr
+    # A local destination that holds anything is a usage error, and is left as it was.
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep.txt").write_text("mine")
+    out = subprocess.run([sys.executable, "-m", "loaderx", "cp", str(tmp_path / "s"), str(tmp_path / "full")], capture_output=True, text=True)
+    assert out.returncode == 2 and "cp makes a new store" in out.stderr, out.stderr
+    assert [p.name for p in (tmp_path / "full").iterdir()] == ["keep.txt"]
+
+
+def test_a_local_copy_is_sparse_and_reads_back_equal(tmp_path):
+    """``cp`` to a new local directory writes only the live bytes into files of the source's
+    apparent sizes (the rest stays a hole), renames the copy into place, and reads it back: the
+    same records and content digest, and the copy stays appendable."""
+    data = np.random.default_rng(3).integers(0, 255, (2000, 64, 3), dtype=np.uint8)
+    from_numpy(tmp_path / "src", data, codec="zstd", progress=False)
+    report = remote.copy(tmp_path / "src", str(tmp_path / "nested" / "dst"))
+    src, dst = tmp_path / "src", tmp_path / "nested" / "dst"
+    assert sorted(p.name for p in dst.iterdir()) == sorted(p.name for p in src.iterdir())
+    for f in src.iterdir():
+        assert (dst / f.name).stat().st_size == f.stat().st_size, f.name
+    on_disk = sum((dst / f.name).stat().st_blocks * 512 for f in src.iterdir())
+    assert on_disk < report["live_bytes"] + 64 * 4096 < report["apparent_bytes"] // 100
+    assert report["digest"] == DenseDataset(src).digest is not None
+    assert np.array_equal(DenseDataset(dst)[np.arange(2000)], data)
+    assert not list((tmp_path / "nested").glob(".dst.loaderx-cp-*")), "the staging directory is gone"
+    # Appendable: a local copy is a store like any other.
+    from_numpy(dst, data[:10], progress=False, mode="append")
+    assert len(DenseDataset(dst)) == 2010
+    # The CLI, into an empty directory.
+    (tmp_path / "empty").mkdir()
+    out = subprocess.run([sys.executable, "-m", "loaderx", "cp", str(src), str(tmp_path / "empty"), "--json"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["digest"] == report["digest"]
+    with pytest.raises(errors.BadArgumentError):
+        remote.copy(src, str(dst))
 
 
 def test_converters_write_straight_to_a_url(s3, tmp_path, monkeypatch):

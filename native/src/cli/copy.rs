@@ -1,4 +1,5 @@
-//! `loaderx cp`: a local store's live bytes to object storage (`crate::upload`).
+//! `loaderx cp`: a local store's live bytes to object storage or to a new local directory
+//! (`crate::upload::copy`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,7 +11,7 @@ use std::io::IsTerminal;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{print_json, Fail};
-use crate::upload::upload;
+use crate::upload::copy;
 use crate::RemoteOptions;
 
 /// `KEY=VALUE` options, or a usage error naming the bad one.
@@ -26,11 +27,6 @@ fn options_of(pairs: &[String]) -> Result<RemoteOptions, Fail> {
 }
 
 pub(super) fn run(src: &Path, dst: &str, pairs: &[String], as_json: bool, quiet: bool) -> Result<u8, Fail> {
-    if !crate::is_url(dst) {
-        return Err(Fail::usage(&format!(
-            "{dst} is not a URL: cp copies a local store to s3://, gs:// or az:// (copy a local store with cp -r --sparse=always)"
-        )));
-    }
     let options = options_of(pairs)?;
     let bar = if quiet || as_json || !std::io::stderr().is_terminal() {
         ProgressBar::hidden()
@@ -39,7 +35,7 @@ pub(super) fn run(src: &Path, dst: &str, pairs: &[String], as_json: bool, quiet:
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
         ProgressBar::new_spinner().with_style(style)
     };
-    let report = upload(src, dst, &options, &|n| bar.inc(n)).map_err(Fail::store)?;
+    let report = copy(src, dst, &options, &|n| bar.inc(n)).map_err(Fail::store)?;
     bar.finish_and_clear();
     if as_json {
         print_json(&json!({

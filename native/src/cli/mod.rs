@@ -161,16 +161,18 @@ enum Command {
         #[arg(long)]
         images: bool,
     },
-    /// Copy a local store to object storage (s3://, gs://, az://): only its live bytes (the
+    /// Copy a local store to object storage (s3://, gs://, az://) or a new directory: only its live bytes (the
     /// table up to its length, each chunk up to its last record), meta.zr last, so readers see
     /// the store only once it is whole. An interrupted copy resumes where it stopped; the copy
     /// is read back and its length and content digest checked. A URL that holds a store is
     /// refused. Credentials and endpoints come from the environment (AWS_*, GOOGLE_*, AZURE_*)
-    /// and --option.
+    /// and --option. DST may also be a new local directory: the files are made at their full
+    /// sizes with only the live bytes written (sparse, as writers leave them), then renamed into
+    /// place.
     Cp {
         /// The local store directory.
         src: PathBuf,
-        /// The destination URL.
+        /// The destination: a URL, or a local directory that does not exist yet or is empty.
         dst: String,
         /// An object_store option KEY=VALUE (aws_endpoint, allow_http, ...); repeatable.
         #[arg(long = "option", value_name = "KEY=VALUE")]

@@ -11,6 +11,11 @@ copy resumes: objects it finished are listed in ``.loaderx-upload`` under the UR
 SHA-256, and a later copy of the same store skips them. The copy is read back: its length and
 content digest must equal the local store's.
 
+``dst`` may also be a new local directory (one that does not exist yet, or is empty): the files
+are made at their full sizes with only the live bytes written, the rest left sparse as writers
+leave it, in a directory beside ``dst`` that is renamed into place once complete, and read back
+the same way. A directory that holds anything is refused (``BadArgumentError``).
+
 Stores at URLs stay read-only: appending to one or deleting from one is refused, because a
 remote store cannot be changed in place atomically (a reader could see a table and chunks from
 two versions).
@@ -34,7 +39,8 @@ __all__ = ["copy", "list_stores", "remove_partial"]
 
 
 def copy(src: StrPath, dst: str, storage_options: dict[str, str] | None = None) -> dict[str, Any]:
-    """Copies the local store ``src`` to the URL ``dst`` (see the module docs). Returns what it
+    """Copies the local store ``src`` to the URL or new local directory ``dst`` (see the module
+    docs). Returns what it
     did: ``{"url", "objects", "skipped", "sent_bytes", "live_bytes", "apparent_bytes",
     "digest"}``."""
     return _loaderx.copy_store(os.fspath(src), dst, storage_options)
