@@ -33,7 +33,7 @@ s=$SECONDS
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 .venv/bin/moto_server -H 127.0.0.1 -p "$port" >/dev/null 2>&1 &
 moto=$!
-trap 'kill $moto 2>/dev/null; rm -rf "$log" "${site:-}"' EXIT
+trap 'kill $moto 2>/dev/null || true; rm -rf "$log" "${site:-}"' EXIT
 export AWS_ENDPOINT_URL=http://127.0.0.1:$port AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \
   AWS_REGION=us-east-1 AWS_ALLOW_HTTP=true
 # The host's loaderx (x86-64) copies each fixture up; the aarch64 wheel reads them back.
