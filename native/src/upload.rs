@@ -313,18 +313,29 @@ pub fn copy_local(
         let _ = std::fs::remove_dir_all(&tmp);
         return Err(e);
     }
-    let copy = Store::open_location(&dst.to_string_lossy(), false, options)?;
-    let digest = copy.content_digest()?;
-    if copy.len() != local.len() || digest != local.content_digest()? {
-        return Err(Error::Corrupt {
-            file: dst.to_path_buf(),
-            offset: None,
-            index: None,
-            detail: format!("the copy reads back as {} records, not {}", copy.len(), local.len()),
-        });
-    }
+    let digest = read_back(&dst.to_string_lossy(), &dst.display().to_string(), &local, options)?;
     let objects = parts.len();
     Ok(CopyReport { url: dst.display().to_string(), objects, skipped: 0, sent: live, live, apparent, digest })
+}
+
+/// Opens the copy at `location` (shown as `shown`) and checks that it reads back as `local`
+/// does: the same length and content digest. Returns the digest.
+fn read_back(location: &str, shown: &str, local: &Store, options: &RemoteOptions) -> Result<Option<String>> {
+    let copy = Store::open_location(location, false, options)?;
+    let (digest, want) = (copy.content_digest()?, local.content_digest()?);
+    if copy.len() != local.len() || digest != want {
+        return Err(Error::Corrupt {
+            file: shown.into(),
+            offset: None,
+            index: None,
+            detail: format!(
+                "the copy reads back as {} records with digest {digest:?}, not {} records with digest {want:?}",
+                copy.len(),
+                local.len()
+            ),
+        });
+    }
+    Ok(digest)
 }
 
 #[cfg(feature = "remote")]
@@ -768,22 +779,7 @@ mod imp {
             let skipped = *skipped.lock().unwrap_or_else(|e| e.into_inner());
             Ok((parts.len(), skipped, sent_bytes.load(std::sync::atomic::Ordering::Relaxed)))
         })?;
-        // Read back: the copy opens as a store of the same length and content digest.
-        let copy = Store::open_location(&conn.url, false, options)?;
-        let digest = copy.content_digest()?;
-        if copy.len() != local.len() || digest != local.content_digest()? {
-            return Err(Error::Corrupt {
-                file: conn.shown.clone().into(),
-                offset: None,
-                index: None,
-                detail: format!(
-                "the copy reads back as {} records with digest {digest:?}, not {} records with digest {:?}",
-                copy.len(),
-                local.len(),
-                local.content_digest()?
-            ),
-            });
-        }
+        let digest = super::read_back(&conn.url, &conn.shown, &local, options)?;
         Ok(CopyReport { url: conn.shown, objects, skipped, sent: sent_bytes, live, apparent, digest })
     }
 
